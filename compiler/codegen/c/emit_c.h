@@ -1,0 +1,23 @@
+// Plan → one C translation unit: a function per distinct dispatch body, each with
+// every shape as a literal so the C compiler specializes and vectorizes it.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/schedule/plan.h"
+
+namespace ingot::codegen {
+
+struct CSource {
+  std::string code;                        // the translation unit
+  std::set<std::string> headers;           // kernel headers it includes
+  std::vector<std::string> kernel_symbols; // ingot_kernel_<i>
+  std::vector<std::string> kernel_names;   // f32_conv3x3_s1_... per kernel
+  std::vector<int> step_kernel;            // per plan step: kernel index, -1 for COPY
+};
+
+CSource generate_c(const schedule::Plan& plan);
+
+}  // namespace ingot::codegen

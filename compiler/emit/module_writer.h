@@ -1,0 +1,54 @@
+// Packs what codegen made into the `.ingot` module file (docs/module-format.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ingot/abi.h"
+
+namespace ingot::emit {
+
+struct TensorSignature {
+  std::string name;
+  ingot_dtype_t dtype = INGOT_DTYPE_F32;
+  std::vector<int64_t> dims;
+};
+
+struct ModuleContents {
+  uint32_t arch = INGOT_ARCH_GENERIC;
+  uint32_t features = 0;  // INGOT_FEATURE_* the code needs
+  std::string compiler_version;
+  std::vector<TensorSignature> inputs;
+  std::vector<TensorSignature> outputs;
+
+  // PLAN
+  uint64_t arena_bytes = 0;
+  std::vector<uint32_t> kernel_offsets;  // into `code`
+  std::vector<ingot_step_t> steps;
+  std::vector<ingot_binding_t> bindings;
+
+  // CONSTANTS: embedded bytes, or (external_weights_path non-empty) a reference to a
+  // file holding exactly `constants`, which write_module_file writes beside the module.
+  std::vector<uint8_t> constants;
+  std::string external_weights_path;  // relative to the module's folder
+
+  // CODE: flat position-independent machine code; kernel i starts at kernel_offsets[i].
+  std::vector<uint8_t> code;
+
+  // NAMES (omitted when strip): kernel_count kernel names, then step_count step
+  // labels, each NUL-terminated, in that order.
+  bool strip = false;
+  std::vector<std::string> kernel_names;
+  std::vector<std::string> step_labels;
+};
+
+// Serializes |contents| to module bytes (header, section table, aligned sections, CRCs).
+std::vector<uint8_t> serialize_module(const ModuleContents& contents);
+
+// Writes the module (and the external weights file, if any) atomically: to a temp file
+// in the same folder, then rename, so a failure never leaves half-written output.
+// Throws ingot::Error naming the path on failure.
+void write_module_file(const ModuleContents& contents, const std::string& path);
+
+}  // namespace ingot::emit

@@ -1,0 +1,236 @@
+#include "compiler/import/onnx/import_onnx.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+#include <onnx/version_converter/convert.h>
+
+#include "compiler/ir/error.h"
+#include "compiler/ops/op_table.h"
+
+namespace ingot::import {
+
+namespace {
+
+DType dtype_from_onnx(int32_t t, const std::string& what) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DType::F32;
+    case onnx::TensorProto::DOUBLE: return DType::F64;
+    case onnx::TensorProto::INT64: return DType::I64;
+    case onnx::TensorProto::INT32: return DType::I32;
+    case onnx::TensorProto::INT8: return DType::I8;
+    case onnx::TensorProto::UINT8: return DType::U8;
+    case onnx::TensorProto::BOOL: return DType::Bool;
+  }
+  fail("{}: element type {} is not supported", what, onnx::TensorProto::DataType_Name(t));
+}
+
+std::string read_file(const std::filesystem::path& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open {} '{}'", what, path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) fail("cannot read {} '{}'", what, path.string());
+  return ss.str();
+}
+
+// Converts a TensorProto (raw_data, typed fields or external data) to a Tensor.
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path& model_dir) {
+  std::string what = fmt::format("tensor '{}'", p.name());
+  Tensor t;
+  t.dtype = dtype_from_onnx(p.data_type(), what);
+  for (int64_t d : p.dims()) {
+    if (d < 0) fail("{}: negative dimension", what);
+    t.shape.push_back(d);
+  }
+  size_t n = num_elements(t.shape), es = dtype_size(t.dtype);
+  t.bytes.resize(n * es);
+  auto check_count = [&](size_t got) {
+    if (got != n) fail("{}: holds {} values for shape {}", what, got, shape_str(t.shape));
+  };
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : p.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    if (location.empty()) fail("{}: external data has no location", what);
+    std::filesystem::path file = model_dir / location;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail("{}: cannot open external data file '{}'", what, file.string());
+    if (length >= 0 && static_cast<size_t>(length) != t.bytes.size())
+      fail("{}: external data length {} does not match {} bytes for shape {}", what, length, t.bytes.size(), shape_str(t.shape));
+    in.seekg(offset);
+    in.read(reinterpret_cast<char*>(t.bytes.data()), t.bytes.size());
+    if (static_cast<size_t>(in.gcount()) != t.bytes.size())
+      fail("{}: external data file '{}' is too short", what, file.string());
+    return t;
+  }
+  if (p.has_raw_data()) {
+    if (p.raw_data().size() != t.bytes.size())
+      fail("{}: raw data has {} bytes, expected {}", what, p.raw_data().size(), t.bytes.size());
+    std::memcpy(t.bytes.data(), p.raw_data().data(), t.bytes.size());
+    return t;
+  }
+  switch (t.dtype) {
+    case DType::F32:
+      check_count(p.float_data_size());
+      std::memcpy(t.bytes.data(), p.float_data().data(), n * 4);
+      break;
+    case DType::F64:
+      check_count(p.double_data_size());
+      std::memcpy(t.bytes.data(), p.double_data().data(), n * 8);
+      break;
+    case DType::I64:
+      check_count(p.int64_data_size());
+      std::memcpy(t.bytes.data(), p.int64_data().data(), n * 8);
+      break;
+    case DType::I32:
+    case DType::I8:
+    case DType::U8:
+    case DType::Bool:
+      check_count(p.int32_data_size());
+      for (size_t i = 0; i < n; ++i) t.set_from_double(i, p.int32_data(i));
+      break;
+  }
+  return t;
+}
+
+AttrValue attr_from_proto(const onnx::AttributeProto& a, const Node& node, const std::filesystem::path& dir) {
+  switch (a.type()) {
+    case onnx::AttributeProto::INT: return a.i();
+    case onnx::AttributeProto::FLOAT: return a.f();
+    case onnx::AttributeProto::STRING: return a.s();
+    case onnx::AttributeProto::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case onnx::AttributeProto::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
+    case onnx::AttributeProto::TENSOR: return tensor_from_proto(a.t(), dir);
+    default: break;
+  }
+  fail("{}: attribute '{}' of type {} is not supported", node.describe(), a.name(),
+       onnx::AttributeProto::AttributeType_Name(a.type()));
+}
+
+int default_opset(const onnx::ModelProto& model) {
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
+  return 1;
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
+  std::filesystem::path model_path(path);
+  std::string bytes = read_file(model_path, "model");
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes))
+    fail("'{}' is not a valid ONNX model (protobuf parse failed)", path);
+  if (!model.has_graph()) fail("'{}' has no graph", path);
+
+  int opset = default_opset(model);
+  if (opset < options.min_opset && opset >= 1) {
+    // libonnx knows opsets <= 17; older models come up to the table's opset. When the
+    // converter cannot handle a model, import as is: the op table reads old forms too.
+    try {
+      onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(model, options.convert_to_opset);
+      model = std::move(converted);
+      opset = default_opset(model);
+    } catch (const std::exception&) {
+    }
+  }
+
+  const onnx::GraphProto& g = model.graph();
+  auto graph = std::make_unique<Graph>();
+  graph->opset = opset;
+  graph->name = g.name().empty() ? "main" : g.name();
+  std::filesystem::path dir = model_path.parent_path();
+  std::map<std::string, Value*> values;
+
+  for (const auto& init : g.initializer()) {
+    Value* v = graph->add_constant(init.name(), tensor_from_proto(init, dir));
+    values[init.name()] = v;
+  }
+  std::set<std::string> used_overrides;
+  for (const auto& in : g.input()) {
+    if (values.count(in.name())) continue;  // an initializer listed as an input
+    std::string what = fmt::format("input '{}'", in.name());
+    if (!in.type().has_tensor_type()) fail("{}: only tensor inputs are supported", what);
+    const auto& tt = in.type().tensor_type();
+    DType dtype = dtype_from_onnx(tt.elem_type(), what);
+    Shape shape;
+    auto override_it = options.input_shapes.find(in.name());
+    if (override_it != options.input_shapes.end()) {
+      shape = override_it->second;
+      used_overrides.insert(in.name());
+      if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(shape.size()))
+        fail("{}: --input-shape gives rank {}, the model says rank {}", what, shape.size(), tt.shape().dim_size());
+    } else {
+      if (!tt.has_shape()) fail("{} has no shape; fix it with --input-shape={}:DIMS", what, in.name());
+      for (int i = 0; i < tt.shape().dim_size(); ++i) {
+        const auto& d = tt.shape().dim(i);
+        if (!d.has_dim_value() || d.dim_value() <= 0) {
+          std::string param = d.has_dim_param() ? fmt::format(" ('{}')", d.dim_param()) : "";
+          fail("{} dimension {}{} is dynamic; fix it with --input-shape={}:DIMS (e.g. 1x...)", what, i, param, in.name());
+        }
+        shape.push_back(d.dim_value());
+      }
+    }
+    Value* v = graph->add_value(in.name(), dtype, shape);
+    values[in.name()] = v;
+    graph->inputs.push_back(v);
+  }
+  for (auto& [name, shape] : options.input_shapes)
+    if (!used_overrides.count(name)) fail("--input-shape names '{}', which is not an input of the model", name);
+
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& np = g.node(i);
+    std::string name = np.name().empty() ? fmt::format("{}_{}", np.op_type(), i) : np.name();
+    std::vector<Value*> inputs;
+    for (const std::string& in : np.input()) {
+      if (in.empty()) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      auto it = values.find(in);
+      if (it == values.end()) fail("node '{}' ({}) reads '{}', which is not defined before it", name, np.op_type(), in);
+      inputs.push_back(it->second);
+    }
+    Node* node = graph->add_node(np.op_type(), name, inputs, np.output_size());
+    node->opset = opset;
+    if (!np.domain().empty() && np.domain() != "ai.onnx")
+      fail("unsupported op '{}' in domain '{}' (node '{}')", np.op_type(), np.domain(), name);
+    const ops::OpDef* def = ops::find_op(np.op_type());
+    if (!def) fail("unsupported op '{}' (node '{}', opset {})", np.op_type(), name, opset);
+    for (const auto& a : np.attribute()) node->attrs[a.name()] = attr_from_proto(a, *node, dir);
+    for (int o = 0; o < np.output_size(); ++o) {
+      Value* out = node->outputs[o];
+      out->name = np.output(o).empty() ? fmt::format("{}:{}", name, o) : np.output(o);
+      if (!np.output(o).empty()) values[np.output(o)] = out;
+    }
+    def->infer(*node);
+    // Evaluate nodes whose inputs are all known now: later shape rules (Reshape's
+    // shape, Slice's starts) need those values. fold_constants then removes them.
+    bool known = def->reference != nullptr;
+    for (Value* in : node->inputs) known &= in == nullptr || in->is_constant() || def->folds_from_shape;
+    if (known) {
+      std::vector<const Tensor*> in_tensors;
+      for (Value* in : node->inputs) in_tensors.push_back(in && in->constant ? in->constant.get() : nullptr);
+      std::vector<Tensor> results = ops::run_reference(*node, in_tensors);
+      for (size_t o = 0; o < results.size(); ++o)
+        node->outputs[o]->constant = std::make_shared<const Tensor>(std::move(results[o]));
+    }
+  }
+  for (const auto& out : g.output()) {
+    auto it = values.find(out.name());
+    if (it == values.end()) fail("graph output '{}' is never defined", out.name());
+    graph->outputs.push_back(it->second);
+  }
+  if (graph->outputs.empty()) fail("'{}' has no outputs", path);
+  return graph;
+}
+
+}  // namespace ingot::import

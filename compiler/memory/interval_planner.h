@@ -1,0 +1,39 @@
+// Arena planning: place tensors with known lifetimes in one buffer so that tensors
+// alive at the same step never share bytes. A pure function over intervals.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace ingot::memory {
+
+// One buffer to place: |size| bytes, alive from step |first_use| to step |last_use|,
+// both inclusive (first_use <= last_use).
+struct Interval {
+  uint64_t size = 0;
+  int first_use = 0;
+  int last_use = 0;
+};
+
+struct ArenaPlan {
+  // offsets[i] is the byte offset of intervals[i] in the arena; each is a multiple of
+  // the alignment.
+  std::vector<uint64_t> offsets;
+  // Bytes the arena needs: the highest end of any placed interval (a multiple of the
+  // alignment).
+  uint64_t arena_bytes = 0;
+  // The trivial baseline: every interval in its own bytes (sum of aligned sizes).
+  uint64_t no_reuse_bytes = 0;
+  // No placement can do better than this: the largest sum of aligned sizes live at
+  // any one step.
+  uint64_t lower_bound_bytes = 0;
+};
+
+// Assigns every interval an offset (greedy by size; see interval_planner.cc).
+// |alignment| must be a power of two. Sizes are rounded up to it before placing.
+// Deterministic: the same input always gives the same plan.
+// Throws ingot::Error on first_use > last_use, a bad alignment, or sizes whose sum
+// overflows 64 bits.
+ArenaPlan plan_arena(const std::vector<Interval>& intervals, uint64_t alignment = 64);
+
+}  // namespace ingot::memory

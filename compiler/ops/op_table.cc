@@ -1,0 +1,105 @@
+#include "compiler/ops/op_table.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace ingot::ops {
+
+namespace {
+const std::map<std::string, OpDef>& table() {
+  static const std::map<std::string, OpDef> t = [] {
+    std::map<std::string, OpDef> m;
+    register_elementwise_ops(m);
+    register_shape_ops(m);
+    register_nn_ops(m);
+    return m;
+  }();
+  return t;
+}
+}  // namespace
+
+const OpDef* find_op(const std::string& type) {
+  auto it = table().find(type);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> supported_ops() {
+  std::vector<std::string> names;
+  for (auto& [k, v] : table()) names.push_back(k);
+  return names;
+}
+
+std::vector<Tensor> run_reference(const Node& node, const std::vector<const Tensor*>& inputs) {
+  const OpDef* def = find_op(node.op_type);
+  if (!def || !def->reference) fail("{} has no reference implementation", node.describe());
+  std::vector<Tensor> out(node.outputs.size());
+  for (size_t i = 0; i < node.outputs.size(); ++i) out[i] = Tensor(node.outputs[i]->dtype, node.outputs[i]->shape);
+  def->reference(node, inputs, out);
+  return out;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const Node& node) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail("{}: shapes {} and {} do not broadcast", node.describe(), shape_str(a), shape_str(b));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::string broadcast_index_expr(const Shape& out, const Shape& in, const std::string& flat) {
+  if (num_elements(in) == 1) return "0";
+  size_t rank = out.size();
+  Shape padded(rank, 1);
+  for (size_t i = 0; i < in.size(); ++i) padded[rank - in.size() + i] = in[i];
+  if (padded == out) return flat;
+  auto out_strides = strides_of(out);
+  auto in_strides = strides_of(padded);
+  std::string expr;
+  for (size_t d = 0; d < rank; ++d) {
+    if (padded[d] == 1) continue;
+    std::string term = fmt::format("(({}) / {})", flat, out_strides[d]);
+    if (d > 0) term = fmt::format("({} % {})", term, out[d]);
+    if (in_strides[d] != 1) term = fmt::format("{} * {}", term, in_strides[d]);
+    expr += (expr.empty() ? "" : " + ") + term;
+  }
+  return expr.empty() ? "0" : "(" + expr + ")";
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const Node& node) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    fail("{}: axis {} is out of range for rank {}", node.describe(), axis, rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+void set_output(Node& node, size_t i, DType dtype, Shape shape) {
+  for (int64_t d : shape)
+    if (d < 0) fail("{}: computed a negative dimension in output shape {}", node.describe(), shape_str(shape));
+  node.outputs[i]->dtype = dtype;
+  node.outputs[i]->shape = std::move(shape);
+  node.outputs[i]->shape_known = true;
+}
+
+const Tensor& constant_input(const Node& node, size_t i, const char* what) {
+  const Value* v = node.input(i);
+  if (!v) fail("{}: missing input {} ({})", node.describe(), i, what);
+  if (!v->is_constant())
+    fail("{}: input {} ({}) must be known at compile time; it is computed at run time", node.describe(), i, what);
+  return *v->constant;
+}
+
+std::string c_float(double v) {
+  if (std::isinf(v)) return v > 0 ? "(1.0f/0.0f)" : "(-1.0f/0.0f)";
+  if (std::isnan(v)) return "(0.0f/0.0f)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9gf", static_cast<float>(v));
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s.insert(s.size() - 1, ".0");
+  return s;
+}
+
+}  // namespace ingot::ops

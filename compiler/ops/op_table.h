@@ -1,0 +1,75 @@
+// The op table: every op ingot knows declares, in one place, its shape rule, its
+// reference implementation (plain C++: the constant folder and the test oracle) and
+// its lowering to C. Adding an op means adding one entry in one family file.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/error.h"
+#include "compiler/ir/graph.h"
+
+namespace ingot::ops {
+
+using Attrs = std::map<std::string, AttrValue>;
+
+// What a lowering sees: the node, C names of its buffers and the fused epilogue.
+struct LoweringContext {
+  const Node& node;
+  std::vector<std::string> in{};   // typed C pointer per node input ("" when omitted)
+  std::vector<std::string> out{};  // typed C pointer per node output
+  // Statements that apply the fused epilogue to the float variable `var` holding the
+  // output element at flat index `flat_index` (an expression). Empty when none.
+  std::function<std::string(const std::string& var, const std::string& flat_index)> epilogue{};
+  bool has_epilogue = false;
+  // Set by a lowering that applied `epilogue` itself; otherwise codegen appends a
+  // sweep that applies it to output 0 after the body.
+  bool epilogue_applied = false;
+  std::set<std::string> headers{};  // kernel headers the body needs
+  std::string kernel_name{};        // dtype_op_shape..., set by the lowering
+};
+
+struct OpDef {
+  std::string type;
+  // Sets dtype and shape of every output from the inputs and attributes; throws Error.
+  void (*infer)(Node& node) = nullptr;
+  // Computes outputs from inputs (all known). Null: the op cannot be folded.
+  void (*reference)(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) = nullptr;
+  // Emits the C statements of a dispatch. Null: the op must fold away at compile time.
+  std::string (*lower)(LoweringContext& ctx) = nullptr;
+  // Elementwise ops: arity and scalar forms, shared by reference, lowering and fusion.
+  int elementwise_arity = 0;  // 0 = not elementwise
+  double (*scalar)(const Attrs& attrs, double a, double b) = nullptr;
+  std::string (*c_expr)(const Attrs& attrs, const std::string& a, const std::string& b) = nullptr;
+  // The output is the input's bytes under another shape (Reshape, Flatten, ...).
+  bool is_alias = false;
+  // Folds from the input's shape alone (Shape, Size).
+  bool folds_from_shape = false;
+};
+
+// Looks up an op; nullptr when ingot does not implement it.
+const OpDef* find_op(const std::string& type);
+std::vector<std::string> supported_ops();
+
+// Runs the op's reference implementation on constant inputs.
+std::vector<Tensor> run_reference(const Node& node, const std::vector<const Tensor*>& inputs);
+
+// ---- helpers shared by op families ----
+Shape broadcast_shapes(const Shape& a, const Shape& b, const Node& node);
+// Index into a tensor of shape `in`, broadcast to `out`, for the output element at
+// flat index `flat` (C expression); "0" for scalars and `flat` when shapes match.
+std::string broadcast_index_expr(const Shape& out, const Shape& in, const std::string& flat);
+int64_t normalize_axis(int64_t axis, int64_t rank, const Node& node);
+void set_output(Node& node, size_t i, DType dtype, Shape shape);
+const Tensor& constant_input(const Node& node, size_t i, const char* what);
+std::string c_float(double v);  // a C float literal that round-trips
+
+// Family registration (each family file defines one).
+void register_elementwise_ops(std::map<std::string, OpDef>& table);
+void register_shape_ops(std::map<std::string, OpDef>& table);
+void register_nn_ops(std::map<std::string, OpDef>& table);
+
+}  // namespace ingot::ops

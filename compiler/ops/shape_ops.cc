@@ -1,0 +1,503 @@
+// Data-movement and shape ops. References work on bytes, so every dtype is covered.
+// Reshape-like ops are aliases (no code, no copy); the rest lower to copy loops.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "compiler/ops/op_table.h"
+
+namespace ingot::ops {
+
+namespace {
+
+void copy_reference(const Node&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  out[0].bytes = in[0]->bytes;
+}
+
+void require_inputs(const Node& node, size_t n) {
+  if (node.inputs.size() < n) fail("{}: expects at least {} inputs, got {}", node.describe(), n, node.inputs.size());
+  for (size_t i = 0; i < n; ++i)
+    if (!node.inputs[i]) fail("{}: input {} is missing", node.describe(), i);
+}
+
+// ---- aliases ----
+void infer_reshape(Node& node) {
+  require_inputs(node, 2);
+  std::vector<int64_t> spec = constant_input(node, 1, "shape").to_ints();
+  const Shape& in = node.inputs[0]->shape;
+  bool allowzero = node.attr_int("allowzero", 0) != 0;
+  Shape out(spec.size());
+  int infer_at = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    if (spec[i] == -1) {
+      if (infer_at >= 0) fail("{}: more than one -1 in shape", node.describe());
+      infer_at = static_cast<int>(i);
+      continue;
+    }
+    out[i] = (spec[i] == 0 && !allowzero) ? (i < in.size() ? in[i] : 0) : spec[i];
+    known *= out[i];
+  }
+  int64_t total = num_elements(in);
+  if (infer_at >= 0) {
+    if (known == 0 || total % known) fail("{}: cannot reshape {} to {}", node.describe(), shape_str(in), shape_str(spec));
+    out[infer_at] = total / known;
+  }
+  if (num_elements(out) != total) fail("{}: cannot reshape {} to {}", node.describe(), shape_str(in), shape_str(out));
+  set_output(node, 0, node.inputs[0]->dtype, out);
+}
+
+void infer_flatten(Node& node) {
+  require_inputs(node, 1);
+  const Shape& in = node.inputs[0]->shape;
+  int64_t rank = in.size();
+  int64_t axis = node.attr_int("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) fail("{}: axis out of range", node.describe());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= in[i];
+  set_output(node, 0, node.inputs[0]->dtype, {outer, inner});
+}
+
+std::vector<int64_t> axes_of(const Node& node, size_t input_index) {
+  if (node.input(input_index)) return constant_input(node, input_index, "axes").to_ints();
+  return node.attr_ints("axes");
+}
+
+void infer_squeeze(Node& node) {
+  require_inputs(node, 1);
+  const Shape& in = node.inputs[0]->shape;
+  std::vector<int64_t> axes = axes_of(node, 1);
+  for (auto& a : axes) a = normalize_axis(a, in.size(), node);
+  Shape out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    bool listed = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+    if (listed && in[i] != 1) fail("{}: cannot squeeze axis {} of size {}", node.describe(), i, in[i]);
+    if (axes.empty() ? in[i] != 1 : !listed) out.push_back(in[i]);
+  }
+  set_output(node, 0, node.inputs[0]->dtype, out);
+}
+
+void infer_unsqueeze(Node& node) {
+  require_inputs(node, 1);
+  const Shape& in = node.inputs[0]->shape;
+  std::vector<int64_t> axes = axes_of(node, 1);
+  int64_t rank = in.size() + axes.size();
+  for (auto& a : axes) a = normalize_axis(a, rank, node);
+  std::sort(axes.begin(), axes.end());
+  Shape out;
+  size_t src = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (std::binary_search(axes.begin(), axes.end(), i)) out.push_back(1);
+    else if (src < in.size()) out.push_back(in[src++]);
+    else fail("{}: bad axes", node.describe());
+  }
+  set_output(node, 0, node.inputs[0]->dtype, out);
+}
+
+void infer_identity(Node& node) {
+  require_inputs(node, 1);
+  set_output(node, 0, node.inputs[0]->dtype, node.inputs[0]->shape);
+  // Dropout's optional mask output: all true in inference.
+  if (node.outputs.size() > 1) set_output(node, 1, DType::Bool, node.inputs[0]->shape);
+}
+
+void reference_dropout(const Node&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  out[0].bytes = in[0]->bytes;
+  if (out.size() > 1) std::fill(out[1].bytes.begin(), out[1].bytes.end(), 1);
+}
+
+// ---- Transpose ----
+std::vector<int64_t> perm_of(const Node& node) {
+  size_t rank = node.inputs[0]->shape.size();
+  std::vector<int64_t> perm = node.attr_ints("perm");
+  if (perm.empty()) {
+    perm.resize(rank);
+    for (size_t i = 0; i < rank; ++i) perm[i] = rank - 1 - i;
+  }
+  if (perm.size() != rank) fail("{}: perm has {} entries for rank {}", node.describe(), perm.size(), rank);
+  return perm;
+}
+
+void infer_transpose(Node& node) {
+  require_inputs(node, 1);
+  auto perm = perm_of(node);
+  Shape out;
+  for (int64_t p : perm) out.push_back(node.inputs[0]->shape.at(normalize_axis(p, perm.size(), node)));
+  set_output(node, 0, node.inputs[0]->dtype, out);
+}
+
+// Calls f(out_flat, in_flat) for every output element of a strided gather where
+// output coordinate d maps to input offset start[d]*in_stride + coord*step[d]*in_stride.
+template <typename F>
+void for_each_strided(const Shape& out, const std::vector<int64_t>& in_offset_per_dim_base,
+                      const std::vector<int64_t>& in_step, F f) {
+  int64_t n = num_elements(out);
+  auto os = strides_of(out);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t src = 0;
+    for (size_t d = 0; d < out.size(); ++d) src += in_offset_per_dim_base[d] + ((i / os[d]) % out[d]) * in_step[d];
+    f(i, src);
+  }
+}
+
+void reference_transpose(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  auto perm = perm_of(node);
+  auto is = strides_of(in[0]->shape);
+  std::vector<int64_t> step, base(perm.size(), 0);
+  for (int64_t p : perm) step.push_back(is[p]);
+  size_t es = dtype_size(in[0]->dtype);
+  for_each_strided(out[0].shape, base, step, [&](int64_t o, int64_t s) {
+    std::memcpy(out[0].bytes.data() + o * es, in[0]->bytes.data() + s * es, es);
+  });
+}
+
+// Emits nested loops copying a strided view of `src` into `dst` contiguously.
+std::string strided_copy_loops(const std::string& dst, const std::string& src, const Shape& out,
+                               int64_t base_offset, const std::vector<int64_t>& step) {
+  std::string s;
+  std::string indent = "  ";
+  std::string src_index = std::to_string(base_offset);
+  for (size_t d = 0; d < out.size(); ++d) {
+    s += fmt::format("{}for (int64_t i{} = 0; i{} < {}; ++i{}) {{\n", indent, d, d, out[d], d);
+    src_index += fmt::format(" + i{} * {}", d, step[d]);
+    indent += "  ";
+  }
+  s += fmt::format("{}{}[o++] = {}[{}];\n", indent, dst, src, src_index);
+  for (size_t d = out.size(); d-- > 0;) {
+    indent.resize(indent.size() - 2);
+    s += indent + "}\n";
+  }
+  return "  int64_t o = 0;\n" + s + "  (void)o;\n";
+}
+
+std::string lower_transpose(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  auto perm = perm_of(node);
+  auto is = strides_of(node.inputs[0]->shape);
+  std::vector<int64_t> step;
+  for (int64_t p : perm) step.push_back(is[p]);
+  ctx.kernel_name = fmt::format("x{}_transpose_{}", dtype_size(node.inputs[0]->dtype) * 8, shape_str(node.outputs[0]->shape));
+  return strided_copy_loops(ctx.out[0], ctx.in[0], node.outputs[0]->shape, 0, step);
+}
+
+// ---- Slice ----
+struct SliceParams {
+  std::vector<int64_t> start, step;  // per dim of the input
+  Shape out;
+};
+
+SliceParams slice_params(const Node& node) {
+  const Shape& in = node.inputs[0]->shape;
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (node.opset < 10 || node.has_attr("starts")) {
+    starts = node.attr_ints("starts");
+    ends = node.attr_ints("ends");
+    axes = node.attr_ints("axes");
+  } else {
+    starts = constant_input(node, 1, "starts").to_ints();
+    ends = constant_input(node, 2, "ends").to_ints();
+    if (node.input(3)) axes = constant_input(node, 3, "axes").to_ints();
+    if (node.input(4)) steps = constant_input(node, 4, "steps").to_ints();
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(i);
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    fail("{}: starts/ends/axes/steps lengths differ", node.describe());
+  SliceParams p;
+  p.start.assign(in.size(), 0);
+  p.step.assign(in.size(), 1);
+  p.out = in;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = normalize_axis(axes[i], in.size(), node);
+    int64_t dim = in[a], st = steps[i];
+    if (st == 0) fail("{}: step 0", node.describe());
+    int64_t b = starts[i], e = ends[i];
+    if (b < 0) b += dim;
+    if (e < 0) e += dim;
+    if (st > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      p.out[a] = e > b ? (e - b + st - 1) / st : 0;
+    } else {
+      b = std::clamp<int64_t>(b, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      p.out[a] = b > e ? (b - e + (-st) - 1) / (-st) : 0;
+    }
+    p.start[a] = b;
+    p.step[a] = st;
+  }
+  return p;
+}
+
+void infer_slice(Node& node) {
+  require_inputs(node, 1);
+  set_output(node, 0, node.inputs[0]->dtype, slice_params(node).out);
+}
+
+void reference_slice(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  SliceParams p = slice_params(node);
+  auto is = strides_of(in[0]->shape);
+  std::vector<int64_t> base(is.size()), step(is.size());
+  for (size_t d = 0; d < is.size(); ++d) {
+    base[d] = p.start[d] * is[d];
+    step[d] = p.step[d] * is[d];
+  }
+  size_t es = dtype_size(in[0]->dtype);
+  for_each_strided(p.out, base, step, [&](int64_t o, int64_t s) {
+    std::memcpy(out[0].bytes.data() + o * es, in[0]->bytes.data() + s * es, es);
+  });
+}
+
+std::string lower_slice(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  SliceParams p = slice_params(node);
+  auto is = strides_of(node.inputs[0]->shape);
+  int64_t base = 0;
+  std::vector<int64_t> step(is.size());
+  for (size_t d = 0; d < is.size(); ++d) {
+    base += p.start[d] * is[d];
+    step[d] = p.step[d] * is[d];
+  }
+  ctx.kernel_name = fmt::format("x{}_slice_{}", dtype_size(node.inputs[0]->dtype) * 8, shape_str(p.out));
+  return strided_copy_loops(ctx.out[0], ctx.in[0], p.out, base, step);
+}
+
+// ---- Concat ----
+void infer_concat(Node& node) {
+  if (node.inputs.empty()) fail("{}: no inputs", node.describe());
+  Shape out = node.inputs[0]->shape;
+  int64_t axis = normalize_axis(node.attr_int("axis", 0), out.size(), node);
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    const Shape& s = node.inputs[i]->shape;
+    if (s.size() != out.size()) fail("{}: input ranks differ", node.describe());
+    for (size_t d = 0; d < s.size(); ++d)
+      if (static_cast<int64_t>(d) != axis && s[d] != out[d])
+        fail("{}: input {} has shape {}, incompatible with {}", node.describe(), i, shape_str(s), shape_str(out));
+    out[axis] += s[axis];
+  }
+  set_output(node, 0, node.inputs[0]->dtype, out);
+}
+
+void reference_concat(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  const Shape& os = out[0].shape;
+  int64_t axis = normalize_axis(node.attr_int("axis", 0), os.size(), node);
+  int64_t outer = 1, inner = dtype_size(out[0].dtype);
+  for (int64_t d = 0; d < axis; ++d) outer *= os[d];
+  for (size_t d = axis + 1; d < os.size(); ++d) inner *= os[d];
+  int64_t offset = 0;
+  for (const Tensor* t : in) {
+    int64_t chunk = t->shape[axis] * inner;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(out[0].bytes.data() + o * os[axis] * inner + offset, t->bytes.data() + o * chunk, chunk);
+    offset += chunk;
+  }
+}
+
+std::string lower_concat(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  const Shape& os = node.outputs[0]->shape;
+  int64_t axis = normalize_axis(node.attr_int("axis", 0), os.size(), node);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= os[d];
+  for (size_t d = axis + 1; d < os.size(); ++d) inner *= os[d];
+  std::string s;
+  int64_t offset = 0;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    int64_t chunk = node.inputs[i]->shape[axis] * inner;
+    s += fmt::format(
+        "  for (int64_t o = 0; o < {outer}; ++o)\n"
+        "    for (int64_t j = 0; j < {chunk}; ++j) {out}[o * {ostride} + {offset} + j] = {in}[o * {chunk} + j];\n",
+        fmt::arg("outer", outer), fmt::arg("chunk", chunk), fmt::arg("out", ctx.out[0]),
+        fmt::arg("ostride", os[axis] * inner), fmt::arg("offset", offset), fmt::arg("in", ctx.in[i]));
+    offset += chunk;
+  }
+  ctx.kernel_name = fmt::format("x{}_concat_{}", dtype_size(node.outputs[0]->dtype) * 8, shape_str(os));
+  return s;
+}
+
+// ---- Gather ----
+void infer_gather(Node& node) {
+  require_inputs(node, 2);
+  const Shape& data = node.inputs[0]->shape;
+  const Shape& idx = node.inputs[1]->shape;
+  int64_t axis = normalize_axis(node.attr_int("axis", 0), data.size(), node);
+  Shape out(data.begin(), data.begin() + axis);
+  out.insert(out.end(), idx.begin(), idx.end());
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
+  set_output(node, 0, node.inputs[0]->dtype, out);
+}
+
+void reference_gather(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  const Shape& data = in[0]->shape;
+  int64_t axis = normalize_axis(node.attr_int("axis", 0), data.size(), node);
+  int64_t outer = 1, inner = dtype_size(in[0]->dtype);
+  for (int64_t d = 0; d < axis; ++d) outer *= data[d];
+  for (size_t d = axis + 1; d < data.size(); ++d) inner *= data[d];
+  std::vector<int64_t> idx = in[1]->to_ints();
+  int64_t n = idx.size(), dim = data[axis];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t k = idx[j] < 0 ? idx[j] + dim : idx[j];
+      if (k < 0 || k >= dim) fail("{}: index {} out of range for dimension {}", node.describe(), idx[j], dim);
+      std::memcpy(out[0].bytes.data() + (o * n + j) * inner, in[0]->bytes.data() + (o * dim + k) * inner, inner);
+    }
+}
+
+std::string lower_gather(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  const Shape& data = node.inputs[0]->shape;
+  int64_t axis = normalize_axis(node.attr_int("axis", 0), data.size(), node);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= data[d];
+  for (size_t d = axis + 1; d < data.size(); ++d) inner *= data[d];
+  int64_t n = node.inputs[1]->numel(), dim = data[axis];
+  ctx.kernel_name = fmt::format("x{}_gather_{}", dtype_size(node.inputs[0]->dtype) * 8, shape_str(node.outputs[0]->shape));
+  // Out-of-range indices are clamped: a kernel must never read outside its buffer.
+  return fmt::format(
+      "  for (int64_t o = 0; o < {outer}; ++o)\n"
+      "    for (int64_t j = 0; j < {n}; ++j) {{\n"
+      "      int64_t k = (int64_t){idx}[j];\n"
+      "      if (k < 0) k += {dim};\n"
+      "      if (k < 0) k = 0;\n"
+      "      if (k >= {dim}) k = {dim} - 1;\n"
+      "      for (int64_t i = 0; i < {inner}; ++i) {out}[(o * {n} + j) * {inner} + i] = {data}[(o * {dim} + k) * {inner} + i];\n"
+      "    }}\n",
+      fmt::arg("outer", outer), fmt::arg("n", n), fmt::arg("idx", ctx.in[1]), fmt::arg("dim", dim),
+      fmt::arg("inner", inner), fmt::arg("out", ctx.out[0]), fmt::arg("data", ctx.in[0]));
+}
+
+// ---- folded-only ops ----
+void infer_shape(Node& node) {
+  require_inputs(node, 1);
+  int64_t rank = node.inputs[0]->shape.size();
+  int64_t start = node.attr_int("start", 0), end = node.attr_int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  set_output(node, 0, DType::I64, {end - start});
+}
+
+void reference_shape(const Node& node, const std::vector<const Tensor*>&, std::vector<Tensor>& out) {
+  const Shape& s = node.inputs[0]->shape;
+  int64_t start = s.size() - out[0].numel();
+  int64_t rank = s.size();
+  int64_t st = node.attr_int("start", 0);
+  if (st < 0) st += rank;
+  start = std::clamp<int64_t>(st, 0, rank);
+  for (int64_t i = 0; i < out[0].numel(); ++i) out[0].data<int64_t>()[i] = s[start + i];
+}
+
+void infer_size(Node& node) {
+  require_inputs(node, 1);
+  set_output(node, 0, DType::I64, {});
+}
+
+void reference_size(const Node& node, const std::vector<const Tensor*>&, std::vector<Tensor>& out) {
+  out[0].data<int64_t>()[0] = node.inputs[0]->numel();
+}
+
+DType dtype_from_onnx(int64_t t, const Node& node) {
+  switch (t) {
+    case 1: return DType::F32;
+    case 2: return DType::U8;
+    case 3: return DType::I8;
+    case 6: return DType::I32;
+    case 7: return DType::I64;
+    case 9: return DType::Bool;
+    case 11: return DType::F64;
+  }
+  fail("{}: element type {} is not supported", node.describe(), t);
+}
+
+void infer_cast(Node& node) {
+  require_inputs(node, 1);
+  set_output(node, 0, dtype_from_onnx(node.attr_int("to", 1), node), node.inputs[0]->shape);
+}
+
+void reference_cast(const Node&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  for (int64_t i = 0; i < out[0].numel(); ++i) {
+    if (out[0].dtype == DType::I64 && in[0]->dtype == DType::I64)
+      out[0].data<int64_t>()[i] = in[0]->data<int64_t>()[i];
+    else
+      out[0].set_from_double(i, in[0]->as_double(i));
+  }
+}
+
+std::string lower_cast(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  ctx.kernel_name = fmt::format("{}_cast_{}_{}", dtype_name(node.inputs[0]->dtype), dtype_name(node.outputs[0]->dtype),
+                                shape_str(node.outputs[0]->shape));
+  bool to_bool = node.outputs[0]->dtype == DType::Bool;
+  return fmt::format("  for (int64_t i = 0; i < {}; ++i) {}[i] = ({}){};\n", node.outputs[0]->numel(), ctx.out[0],
+                     dtype_c_type(node.outputs[0]->dtype),
+                     to_bool ? fmt::format("({}[i] != 0)", ctx.in[0]) : ctx.in[0] + "[i]");
+}
+
+void infer_constant(Node& node) {
+  const Tensor* t = node.attr_tensor("value");
+  if (t) return set_output(node, 0, t->dtype, t->shape);
+  if (node.has_attr("value_float")) return set_output(node, 0, DType::F32, {});
+  if (node.has_attr("value_int")) return set_output(node, 0, DType::I64, {});
+  if (node.has_attr("value_floats")) return set_output(node, 0, DType::F32, {(int64_t)node.attr_floats("value_floats").size()});
+  if (node.has_attr("value_ints")) return set_output(node, 0, DType::I64, {(int64_t)node.attr_ints("value_ints").size()});
+  fail("{}: no supported value attribute (sparse and string constants are not supported)", node.describe());
+}
+
+void reference_constant(const Node& node, const std::vector<const Tensor*>&, std::vector<Tensor>& out) {
+  if (const Tensor* t = node.attr_tensor("value")) {
+    out[0] = *t;
+  } else if (node.has_attr("value_float")) {
+    out[0].data<float>()[0] = node.attr_float("value_float", 0);
+  } else if (node.has_attr("value_int")) {
+    out[0].data<int64_t>()[0] = node.attr_int("value_int", 0);
+  } else if (node.has_attr("value_floats")) {
+    auto v = node.attr_floats("value_floats");
+    std::memcpy(out[0].bytes.data(), v.data(), v.size() * 4);
+  } else {
+    auto v = node.attr_ints("value_ints");
+    std::memcpy(out[0].bytes.data(), v.data(), v.size() * 8);
+  }
+}
+
+void infer_constant_of_shape(Node& node) {
+  require_inputs(node, 1);
+  Shape s = constant_input(node, 0, "shape").to_ints();
+  const Tensor* v = node.attr_tensor("value");
+  set_output(node, 0, v ? v->dtype : DType::F32, s);
+}
+
+void reference_constant_of_shape(const Node& node, const std::vector<const Tensor*>&, std::vector<Tensor>& out) {
+  const Tensor* v = node.attr_tensor("value");
+  size_t es = dtype_size(out[0].dtype);
+  for (int64_t i = 0; i < out[0].numel(); ++i) {
+    if (v) std::memcpy(out[0].bytes.data() + i * es, v->bytes.data(), es);
+    else out[0].data<float>()[i] = 0;
+  }
+}
+
+void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }
+
+}  // namespace
+
+void register_shape_ops(std::map<std::string, OpDef>& t) {
+  add(t, {.type = "Reshape", .infer = infer_reshape, .reference = copy_reference, .is_alias = true});
+  add(t, {.type = "Flatten", .infer = infer_flatten, .reference = copy_reference, .is_alias = true});
+  add(t, {.type = "Squeeze", .infer = infer_squeeze, .reference = copy_reference, .is_alias = true});
+  add(t, {.type = "Unsqueeze", .infer = infer_unsqueeze, .reference = copy_reference, .is_alias = true});
+  add(t, {.type = "Identity", .infer = infer_identity, .reference = copy_reference, .is_alias = true});
+  add(t, {.type = "Dropout", .infer = infer_identity, .reference = reference_dropout, .is_alias = true});
+  add(t, {.type = "Transpose", .infer = infer_transpose, .reference = reference_transpose, .lower = lower_transpose});
+  add(t, {.type = "Slice", .infer = infer_slice, .reference = reference_slice, .lower = lower_slice});
+  add(t, {.type = "Concat", .infer = infer_concat, .reference = reference_concat, .lower = lower_concat});
+  add(t, {.type = "Gather", .infer = infer_gather, .reference = reference_gather, .lower = lower_gather});
+  add(t, {.type = "Cast", .infer = infer_cast, .reference = reference_cast, .lower = lower_cast});
+  add(t, {.type = "Shape", .infer = infer_shape, .reference = reference_shape, .folds_from_shape = true});
+  add(t, {.type = "Size", .infer = infer_size, .reference = reference_size, .folds_from_shape = true});
+  add(t, {.type = "Constant", .infer = infer_constant, .reference = reference_constant});
+  add(t, {.type = "ConstantOfShape", .infer = infer_constant_of_shape, .reference = reference_constant_of_shape});
+}
+
+}  // namespace ingot::ops

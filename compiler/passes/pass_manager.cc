@@ -1,0 +1,53 @@
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "compiler/ir/error.h"
+#include "compiler/passes/passes.h"
+
+namespace ingot::passes {
+
+void PassManager::add(std::string name, std::function<void(Graph&)> pass) {
+  passes_.emplace_back(std::move(name), std::move(pass));
+}
+
+std::vector<std::string> PassManager::names() const {
+  std::vector<std::string> n;
+  for (auto& [name, fn] : passes_) n.push_back(name);
+  return n;
+}
+
+void PassManager::run(Graph& graph, const PassOptions& options, std::ostream& log) const {
+  for (const std::string& want : options.dump_after) {
+    bool known = want == "all" || want == "import";
+    for (auto& [name, fn] : passes_) known |= name == want;
+    if (!known) fail("--dump-after: unknown pass '{}' (passes: import, {}, all)", want, fmt::join(names(), ", "));
+  }
+  auto dump = [&](const std::string& name) {
+    if (options.dump_after.count("all") || options.dump_after.count(name))
+      fmt::print(log, "// ----- IR after {} -----\n{}", name, print_graph(graph));
+  };
+  dump("import");
+  for (auto& [name, fn] : passes_) {
+    auto start = std::chrono::steady_clock::now();
+    fn(graph);
+    verify_graph(graph);
+    auto us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    if (options.time_passes) fmt::print(log, "pass {:<22} {:>10.1f} us\n", name, us);
+    dump(name);
+  }
+}
+
+PassManager default_pipeline() {
+  PassManager pm;
+  pm.add("fold_constants", fold_constants);
+  pm.add("canonicalize", canonicalize);
+  pm.add("fold_batchnorm", fold_batchnorm);
+  pm.add("decompose_batchnorm", decompose_batchnorm);
+  pm.add("fold_constants_2", fold_constants);
+  pm.add("pack_weights", pack_weights);
+  pm.add("fuse_epilogues", fuse_epilogues);
+  pm.add("eliminate_dead_code", eliminate_dead_code);
+  return pm;
+}
+
+}  // namespace ingot::passes

@@ -1,0 +1,50 @@
+// Graph passes, one per file, each a function Graph& → void. The pass manager runs
+// them in the order of `default_pipeline` and can print the IR after any of them.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace ingot::passes {
+
+// Removes nodes whose outputs are all known at compile time (evaluating any that the
+// importer has not), leaving their values as constants.
+void fold_constants(Graph& graph);
+// Puts ops into the one form later passes expect (Clip bounds as attributes).
+void canonicalize(Graph& graph);
+// Conv followed by BatchNormalization with known parameters → one Conv.
+void fold_batchnorm(Graph& graph);
+// Any remaining BatchNormalization → per-channel Mul + Add (which then fuse).
+void decompose_batchnorm(Graph& graph);
+// Lays out weights the way kernels read them (Gemm's B as [K,N]).
+void pack_weights(Graph& graph);
+// Folds single-use elementwise consumers into the producing dispatch's epilogue.
+void fuse_epilogues(Graph& graph);
+// Removes nodes none of whose outputs reach a graph output.
+void eliminate_dead_code(Graph& graph);
+
+struct PassOptions {
+  std::set<std::string> dump_after;  // pass names, or "all"
+  bool time_passes = false;
+};
+
+class PassManager {
+ public:
+  void add(std::string name, std::function<void(Graph&)> pass);
+  // Runs every pass, verifying the graph after each; dumps and times go to `log`.
+  void run(Graph& graph, const PassOptions& options, std::ostream& log) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::pair<std::string, std::function<void(Graph&)>>> passes_;
+};
+
+PassManager default_pipeline();
+
+}  // namespace ingot::passes

@@ -1,0 +1,165 @@
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "compiler/ir/error.h"
+#include "compiler/memory/interval_planner.h"
+#include "compiler/ops/op_table.h"
+#include "compiler/schedule/plan.h"
+
+namespace ingot::schedule {
+
+namespace {
+
+constexpr uint64_t kAlign = INGOT_ARENA_ALIGNMENT;
+
+uint64_t align_up(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+std::string step_label(const Node& n) {
+  std::string s = n.name;
+  for (const EpilogueOp& e : n.epilogue) s += " + " + (e.name.empty() ? e.op_type : e.name);
+  return s;
+}
+
+}  // namespace
+
+Plan build_plan(const Graph& graph) {
+  Plan plan;
+  // Aliases share their source's storage: root[v] is the value that owns the bytes.
+  std::map<const Value*, const Value*> root;
+  auto root_of = [&](const Value* v) {
+    while (root.count(v)) v = root[v];
+    return v;
+  };
+
+  for (auto& owned : graph.nodes()) {
+    const Node& node = *owned;
+    const ops::OpDef* def = ops::find_op(node.op_type);
+    if (!def) fail("{}: not in the op table", node.describe());
+    if (def->is_alias) {
+      root[node.outputs[0]] = node.inputs[0];
+      ++plan.alias_count;
+      continue;
+    }
+    if (!def->lower) {
+      std::string why = "it must be known at compile time, but its inputs are computed at run time";
+      fail("{}: cannot run at run time ({})", node.describe(), why);
+    }
+    for (const Value* v : node.outputs) {
+      if (v->dtype == DType::F64) fail("{}: f64 tensors are not supported at run time", node.describe());
+    }
+    PlanStep step;
+    step.kind = INGOT_STEP_DISPATCH;
+    step.node = &node;
+    for (const Value* in : node.inputs)
+      if (in) step.bindings.push_back(in);
+    for (const Value* out : node.outputs) step.bindings.push_back(out);
+    for (const EpilogueOp& e : node.epilogue)
+      if (e.operand) step.bindings.push_back(e.operand);
+    if (step.bindings.size() > INGOT_MAX_BINDINGS_PER_STEP)
+      fail("{}: needs {} buffers, more than the {} a step can bind", node.describe(), step.bindings.size(),
+           INGOT_MAX_BINDINGS_PER_STEP);
+    step.label = step_label(node);
+    plan.steps.push_back(std::move(step));
+  }
+
+  // Storage for graph inputs; outputs go straight to the caller's buffer when the
+  // value is computed by a dispatch and owned by no other input/output.
+  for (size_t i = 0; i < graph.inputs.size(); ++i)
+    plan.storage[graph.inputs[i]] = Storage{INGOT_BASE_INPUT, static_cast<uint32_t>(i), 0};
+  std::set<const Value*> claimed;
+  for (size_t j = 0; j < graph.outputs.size(); ++j) {
+    const Value* out = graph.outputs[j];
+    const Value* r = root_of(out);
+    bool direct = !r->is_constant() && !graph.is_graph_input(r) && !claimed.count(r) && r->producer;
+    if (direct) {
+      plan.storage[r] = Storage{INGOT_BASE_OUTPUT, static_cast<uint32_t>(j), 0};
+      claimed.insert(r);
+    } else {
+      PlanStep copy;
+      copy.kind = INGOT_STEP_COPY;
+      copy.bindings = {r, out};
+      copy.copy_bytes = out->byte_size();
+      copy.copy_output = static_cast<uint32_t>(j);
+      copy.label = fmt::format("copy '{}' to output {}", r->name, j);
+      plan.steps.push_back(std::move(copy));
+    }
+  }
+
+  // Liveness of arena values over step indices, through aliases.
+  std::map<const Value*, std::pair<int, int>> live;
+  for (int s = 0; s < static_cast<int>(plan.steps.size()); ++s) {
+    const PlanStep& step = plan.steps[s];
+    for (size_t b = 0; b < step.bindings.size(); ++b) {
+      const Value* v = step.bindings[b];
+      if (step.kind == INGOT_STEP_COPY && b == 1) continue;  // the output buffer itself
+      const Value* r = root_of(v);
+      if (r->is_constant() || plan.storage.count(r)) continue;
+      auto [it, fresh] = live.try_emplace(r, s, s);
+      if (!fresh) it->second.second = s;
+    }
+  }
+  std::vector<memory::Interval> intervals;
+  for (auto& [v, range] : live) {
+    plan.arena_values.push_back({v, v->byte_size(), range.first, range.second});
+    intervals.push_back({v->byte_size(), range.first, range.second});
+  }
+  memory::ArenaPlan arena = memory::plan_arena(intervals, kAlign);
+  for (size_t i = 0; i < plan.arena_values.size(); ++i)
+    plan.storage[plan.arena_values[i].value] = Storage{INGOT_BASE_ARENA, 0, arena.offsets[i]};
+  plan.arena_bytes = arena.arena_bytes;
+  plan.arena_no_reuse_bytes = arena.no_reuse_bytes;
+  plan.arena_lower_bound_bytes = arena.lower_bound_bytes;
+
+  // Constants, each once, 64-byte aligned, in first-use order.
+  for (const PlanStep& step : plan.steps)
+    for (const Value* v : step.bindings) {
+      const Value* r = root_of(v);
+      if (!r->is_constant() || plan.storage.count(r)) continue;
+      uint64_t offset = align_up(plan.constants.size());
+      plan.constants.resize(offset + r->constant->byte_size());
+      std::memcpy(plan.constants.data() + offset, r->constant->bytes.data(), r->constant->byte_size());
+      plan.storage[r] = Storage{INGOT_BASE_CONSTANTS, 0, offset};
+    }
+  plan.constants.resize(align_up(plan.constants.size()));
+
+  // Every bound value (including aliases) resolves to its root's storage.
+  for (const PlanStep& step : plan.steps)
+    for (size_t b = 0; b < step.bindings.size(); ++b) {
+      if (step.kind == INGOT_STEP_COPY && b == 1) continue;
+      plan.storage[step.bindings[b]] = plan.storage.at(root_of(step.bindings[b]));
+    }
+  for (const Value* out : graph.outputs)
+    if (!plan.storage.count(out)) plan.storage[out] = plan.storage.at(root_of(out));
+  return plan;
+}
+
+std::string print_plan(const Plan& plan) {
+  auto base_name = [](const Storage& s) -> std::string {
+    switch (s.base) {
+      case INGOT_BASE_ARENA: return fmt::format("arena+{}", s.offset);
+      case INGOT_BASE_CONSTANTS: return fmt::format("const+{}", s.offset);
+      case INGOT_BASE_INPUT: return fmt::format("input{}", s.index);
+      case INGOT_BASE_OUTPUT: return fmt::format("output{}", s.index);
+    }
+    return "?";
+  };
+  std::string s = fmt::format("plan: {} steps, {} aliases, arena {} bytes (no reuse {}, lower bound {}), constants {} bytes\n",
+                              plan.steps.size(), plan.alias_count, plan.arena_bytes, plan.arena_no_reuse_bytes,
+                              plan.arena_lower_bound_bytes, plan.constants.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep& st = plan.steps[i];
+    std::vector<std::string> b;
+    for (size_t k = 0; k < st.bindings.size(); ++k) {
+      const Value* v = st.bindings[k];
+      Storage where = st.kind == INGOT_STEP_COPY && k == 1 ? Storage{INGOT_BASE_OUTPUT, st.copy_output, 0} : plan.storage.at(v);
+      b.push_back(fmt::format("%{}@{}", v->name, base_name(where)));
+    }
+    s += fmt::format("  {:>3} {} {} [{}]\n", i, st.kind == INGOT_STEP_COPY ? "COPY" : "DISPATCH", st.label, fmt::join(b, ", "));
+  }
+  return s;
+}
+
+}  // namespace ingot::schedule

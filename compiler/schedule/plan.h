@@ -1,0 +1,57 @@
+// The static plan: the dispatch graph turned into steps over storage. Everything the
+// runtime will do is decided here: step order, which buffers each step binds, the
+// arena offset of every intermediate value, and where constants sit.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "ingot/abi.h"
+
+namespace ingot::schedule {
+
+struct Storage {
+  ingot_base_t base = INGOT_BASE_ARENA;
+  uint32_t index = 0;   // input/output number
+  uint64_t offset = 0;  // bytes from the base
+};
+
+struct PlanStep {
+  ingot_step_kind_t kind = INGOT_STEP_DISPATCH;
+  const Node* node = nullptr;    // DISPATCH: the anchor node (with its epilogue)
+  // DISPATCH: node inputs (present ones, in order), outputs, epilogue operands.
+  // COPY: source, destination.
+  std::vector<const Value*> bindings;
+  uint64_t copy_bytes = 0;
+  uint32_t copy_output = 0;  // COPY: the destination is this graph output's buffer
+  std::string label;
+};
+
+struct ArenaValue {
+  const Value* value;
+  uint64_t size;
+  int first_step, last_step;
+};
+
+struct Plan {
+  std::vector<PlanStep> steps;
+  std::map<const Value*, Storage> storage;  // every bound value (aliases resolved)
+  std::vector<ArenaValue> arena_values;     // for reports
+  uint64_t arena_bytes = 0;
+  uint64_t arena_no_reuse_bytes = 0;
+  uint64_t arena_lower_bound_bytes = 0;
+  std::vector<uint8_t> constants;           // packed, each tensor 64-byte aligned
+  size_t alias_count = 0;
+};
+
+// Orders dispatches, resolves aliases (Reshape and friends cost nothing), routes graph
+// outputs straight to the caller's buffers where possible, and plans the arena.
+Plan build_plan(const Graph& graph);
+
+// Human-readable summary (used by --dump-after=plan and tests).
+std::string print_plan(const Plan& plan);
+
+}  // namespace ingot::schedule

@@ -1,0 +1,46 @@
+#include "compiler/target/target.h"
+
+#include "compiler/ir/error.h"
+#include "ingot/abi.h"
+
+namespace ingot::target {
+
+namespace {
+
+constexpr uint32_t kAvx2 = INGOT_FEATURE_SSE42 | INGOT_FEATURE_AVX2 | INGOT_FEATURE_FMA;
+constexpr uint32_t kAvx512 = kAvx2 | INGOT_FEATURE_AVX512F | INGOT_FEATURE_AVX512BW | INGOT_FEATURE_AVX512VL |
+                             INGOT_FEATURE_AVX512DQ;
+
+Target x86(const std::string& name, uint32_t features, std::vector<std::string> flags) {
+  return Target{name, INGOT_ARCH_X86_64, features, std::move(flags)};
+}
+
+}  // namespace
+
+std::vector<std::string> known_targets() { return {"host", "x86_64-avx512", "x86_64-avx2", "x86_64", "generic"}; }
+
+Target resolve(const std::string& name) {
+#if defined(__x86_64__)
+  if (name == "host") {
+    __builtin_cpu_init();
+    bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (avx512) return resolve("x86_64-avx512");
+    if (avx2) return resolve("x86_64-avx2");
+    return resolve("x86_64");
+  }
+  // x86-64-v4 / v3 are the psABI levels; -mprefer-vector-width=512 lets the
+  // vectorizer use full zmm registers on parts where that pays off (Zen 4/5, server Intel).
+  if (name == "x86_64-avx512") return x86(name, kAvx512, {"-march=x86-64-v4", "-mprefer-vector-width=512"});
+  if (name == "x86_64-avx2") return x86(name, kAvx2, {"-march=x86-64-v3"});
+  if (name == "x86_64") return x86(name, 0, {"-march=x86-64"});
+  // Portable C with the C compiler's default ISA for this architecture.
+  if (name == "generic") return x86(name, 0, {});
+#else
+  if (name == "host" || name == "generic") return Target{"generic", INGOT_ARCH_GENERIC, 0, {}};
+#endif
+  fail("unknown target '{}' (known: host, x86_64-avx512, x86_64-avx2, x86_64, generic)", name);
+}
+
+}  // namespace ingot::target

@@ -1,0 +1,21 @@
+// Target descriptions: which ISA the generated code may use, how to compile it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ingot::target {
+
+struct Target {
+  std::string name;          // as given on the command line, resolved ("x86_64-avx512")
+  uint32_t arch = 0;         // ingot_arch_t
+  uint32_t features = 0;     // INGOT_FEATURE_* the code may use (and the CPU must have)
+  std::vector<std::string> cflags;  // ISA flags for the C compiler
+};
+
+// "host" | "x86_64-avx512" | "x86_64-avx2" | "x86_64" | "generic". Throws on others.
+Target resolve(const std::string& name);
+std::vector<std::string> known_targets();
+
+}  // namespace ingot::target

@@ -1,0 +1,59 @@
+/* ingot hosted runtime (POSIX): load a module file, map its code executable, load
+ * external weights, check the CPU. Built on the freestanding core (ingot/runtime.h). */
+#ifndef INGOT_HOSTED_H_
+#define INGOT_HOSTED_H_
+
+#include <stddef.h>
+
+#include "ingot/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A module loaded from a file: the file is mapped read-only, the CODE section copied
+ * into an executable mapping, external weights (if any) mapped from beside the file. */
+typedef struct ingot_hosted_module_t {
+  ingot_module_t module;
+  void* file_map;
+  size_t file_size;
+  void* code_map;
+  size_t code_map_size;
+  void* weights_map;
+  size_t weights_size;
+} ingot_hosted_module_t;
+
+/* Loads the module at |path| into |out_module| (caller storage): maps the file
+ * read-only, validates it (ingot_module_load), checks that its arch is generic or this
+ * host's and that this CPU has every feature bit it names, copies its CODE section into
+ * an executable mapping and, for a module with external weights, maps the weights file
+ * named by the module relative to |path|'s folder and checks its size and CRC.
+ * On success |out_module->module| is ready for ingot_context_initialize; the file must
+ * not change while it is loaded, and contexts point at |out_module->module|, so the
+ * struct must not move while they are used.
+ * On failure returns INGOT_IO_ERROR (file cannot be opened or mapped), INGOT_MALFORMED,
+ * INGOT_VERSION_MISMATCH, INGOT_UNSUPPORTED (arch or CPU features) or
+ * INGOT_INVALID_ARGUMENT (NULL |path| or |out_module|), writes one line (no newline)
+ * into |error| (|error_size| bytes, may be 0; truncated to fit) and leaves nothing
+ * mapped. Messages: "cannot open 'PATH': No such file or directory",
+ * "'PATH': module format version 2, this runtime reads 1",
+ * "'PATH': module needs avx512f, which this CPU lacks",
+ * "'PATH': malformed module: PLAN section checksum mismatch".
+ * Thread-safe (touches only its arguments). */
+INGOT_MUST_USE ingot_status_t ingot_hosted_module_load_file(const char* path,
+                                                            ingot_hosted_module_t* out_module,
+                                                            char* error, size_t error_size);
+
+/* Unmaps everything ingot_hosted_module_load_file mapped and zeroes |module|.
+ * NULL-safe; idempotent (a zeroed struct is a no-op). */
+void ingot_hosted_module_unload(ingot_hosted_module_t* module);
+
+/* INGOT_FEATURE_* bits this CPU supports and the OS enables (CPUID, plus XGETBV for the
+ * AVX and AVX-512 register state). 0 on architectures without feature bits. */
+uint32_t ingot_hosted_cpu_features(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INGOT_HOSTED_H_ */

@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""Export the test models to ONNX together with a reference input and output.
+
+    /usr/bin/python3 tests/models/export_models.py --out DIR [--only a,b] [--force]
+
+For each model NAME this writes into DIR:
+    NAME.onnx      opset 13, batch 1, input "input", output "output" (float32)
+    NAME.in.npy    a seeded random input, float32
+    NAME.out.npy   PyTorch's output for that input, float32
+
+Weights are random (seeded per model); BatchNorm layers get random affine
+parameters and running statistics calibrated on random data in train mode, then
+the model is put in eval mode. Everything is deterministic: rerunning produces
+byte-identical files. A model whose three files already exist is skipped unless
+--force is given, so test set-up can cache the folder.
+"""
+import argparse
+import io
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+OPSET = 13
+
+
+# --------------------------------------------------------------------------- models
+
+class LeNet5(nn.Module):
+    """LeNet-5 style CNN for 1x1x28x28 (first conv padded, as for MNIST)."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 6, kernel_size=5, padding=2), nn.ReLU(),   # 6x28x28
+            nn.MaxPool2d(2),                                        # 6x14x14
+            nn.Conv2d(6, 16, kernel_size=5), nn.ReLU(),             # 16x10x10
+            nn.MaxPool2d(2),                                        # 16x5x5
+        )
+        self.classifier = nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(16 * 5 * 5, 120), nn.ReLU(),
+            nn.Linear(120, 84), nn.ReLU(),
+            nn.Linear(84, 10),
+        )
+        # He init keeps activations O(1) through the ReLUs (the default init
+        # shrinks them by about 10x over five layers); last layer gain 1.
+        layers = [m for m in self.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+        for i, m in enumerate(layers):
+            last = i == len(layers) - 1
+            nn.init.kaiming_normal_(m.weight, nonlinearity="linear" if last else "relu")
+            nn.init.uniform_(m.bias, -0.1, 0.1)
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+class BasicBlock(nn.Module):
+    """conv3x3-BN-ReLU-conv3x3-BN + shortcut, then ReLU."""
+
+    def __init__(self, cin, cout, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU()
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        identity = x if self.downsample is None else self.downsample(x)
+        y = self.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return self.relu(y + identity)
+
+
+class ResNetSmall(nn.Module):
+    """Small residual CNN for 1x3x32x32: stem (16 ch), two identity blocks,
+    one stride-2 block with a 1x1 conv+BN shortcut (32 ch), global average
+    pool, linear to 10."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+        self.layer1 = nn.Sequential(BasicBlock(16, 16), BasicBlock(16, 16))
+        self.layer2 = BasicBlock(16, 32, stride=2)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(32, num_classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+
+    def forward(self, x):
+        x = self.layer2(self.layer1(self.stem(x)))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+def make_mobilenet_v2():
+    import torchvision
+    return torchvision.models.mobilenet_v2(weights=None)
+
+
+def make_resnet18():
+    import torchvision
+    return torchvision.models.resnet18(weights=None)
+
+
+# name -> (constructor, input shape, seed)
+MODELS = {
+    "lenet": (LeNet5, (1, 1, 28, 28), 101),
+    "resnet_small": (ResNetSmall, (1, 3, 32, 32), 102),
+    "mobilenet_v2": (make_mobilenet_v2, (1, 3, 224, 224), 103),
+    "resnet18": (make_resnet18, (1, 3, 224, 224), 104),
+}
+
+CALIB_BATCH = 4
+CALIB_STEPS = 3
+
+
+# --------------------------------------------------------------------------- export
+
+def calibrate_batchnorm(model, shape, gen):
+    """Give BatchNorm layers realistic parameters and running statistics."""
+    bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return
+    with torch.no_grad():
+        for bn in bns:
+            n = bn.num_features
+            bn.weight.copy_(0.75 + 0.5 * torch.rand(n, generator=gen))
+            bn.bias.copy_(0.2 * torch.rand(n, generator=gen) - 0.1)
+            bn.reset_running_stats()
+        saved = [bn.momentum for bn in bns]
+        for bn in bns:
+            bn.momentum = None          # cumulative average over the calibration passes
+        model.train()
+        for _ in range(CALIB_STEPS):
+            model(torch.randn((CALIB_BATCH,) + tuple(shape[1:]), generator=gen))
+        for bn, mom in zip(bns, saved):
+            bn.momentum = mom
+    model.eval()
+
+
+def atomic_write(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def npy_bytes(array):
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(array, dtype=np.float32))
+    return buf.getvalue()
+
+
+def export_one(name, out_dir):
+    ctor, shape, seed = MODELS[name]
+    torch.manual_seed(seed)
+    model = ctor()
+    gen = torch.Generator().manual_seed(seed + 1)
+    calibrate_batchnorm(model, shape, gen)
+    model.eval()
+
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(seed + 2))
+    with torch.no_grad():
+        y = model(x)
+
+    buf = io.BytesIO()
+    torch.onnx.export(model, x, buf, opset_version=OPSET, do_constant_folding=True,
+                      input_names=["input"], output_names=["output"])
+    base = os.path.join(out_dir, name)
+    atomic_write(base + ".in.npy", npy_bytes(x.numpy()))
+    atomic_write(base + ".out.npy", npy_bytes(y.numpy()))
+    atomic_write(base + ".onnx", buf.getvalue())
+    return list(x.shape), list(y.shape), float(y.std()), len(buf.getvalue())
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="Export ONNX test models with reference inputs and outputs.")
+    ap.add_argument("--out", required=True, help="output folder (created if missing)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated subset of: " + ",".join(MODELS))
+    ap.add_argument("--force", action="store_true", help="re-export even if cached")
+    args = ap.parse_args()
+
+    names = [n.strip() for n in args.only.split(",") if n.strip()] or list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        ap.error("unknown model(s): %s (known: %s)" % (",".join(unknown), ",".join(MODELS)))
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    os.makedirs(args.out, exist_ok=True)
+
+    for name in names:
+        base = os.path.join(args.out, name)
+        files = [base + ext for ext in (".onnx", ".in.npy", ".out.npy")]
+        if not args.force and all(os.path.isfile(f) for f in files):
+            print(f"{name}: cached in {args.out}")
+            continue
+        t0 = time.time()
+        in_shape, out_shape, out_std, size = export_one(name, args.out)
+        print(f"{name}: input {in_shape} -> output {out_shape}, output std {out_std:.3f}, "
+              f"{size} bytes, {time.time() - t0:.1f}s")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

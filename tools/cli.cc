@@ -1,0 +1,78 @@
+#include "tools/cli.h"
+
+#include <exception>
+#include <map>
+#include <new>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "compiler/ir/error.h"
+#include "tools/commands.h"
+
+namespace ingot::tools {
+namespace {
+
+// Errors are one line each, whatever the message holds.
+std::string one_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') {
+      out += "; ";
+    } else if (c != '\r') {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int ingot_main(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  try {
+    CLI::App app{"ingot: an ahead-of-time compiler for ONNX models and the runtime for "
+                 "its .ingot modules",
+                 "ingot"};
+    app.require_subcommand(1);
+    app.footer("Exit status: 0 success, 1 an output does not match --expected-output, "
+               "2 any error.\nRun 'ingot COMMAND --help' for the flags of a command.");
+    std::map<std::string, CommandFn> commands;
+    commands["compile"] = add_compile_command(app);
+    commands["run"] = add_run_command(app);
+    commands["bench"] = add_bench_command(app);
+    commands["inspect"] = add_inspect_command(app);
+
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      if (e.get_exit_code() == 0) {  // --help
+        app.exit(e, out, err);
+        return kExitOk;
+      }
+      err << "error: " << one_line(e.what()) << " (see 'ingot --help')\n";
+      return kExitError;
+    }
+    std::vector<CLI::App*> chosen = app.get_subcommands();
+    if (chosen.size() != 1 || commands.count(chosen[0]->get_name()) == 0) {
+      err << "error: expected one command: compile, run, bench or inspect\n";
+      return kExitError;
+    }
+    Streams streams{out};
+    int status = commands[chosen[0]->get_name()](streams);
+    out.flush();
+    return status;
+  } catch (const Error& e) {
+    err << "error: " << one_line(e.what()) << "\n";
+  } catch (const std::bad_alloc&) {
+    err << "error: out of memory\n";
+  } catch (const std::exception& e) {
+    err << "error: " << one_line(e.what()) << "\n";
+  } catch (...) {
+    err << "error: unexpected failure\n";
+  }
+  out.flush();
+  return kExitError;
+}
+
+}  // namespace ingot::tools

@@ -1,0 +1,13 @@
+// The `ingot` command line.
+#pragma once
+
+#include <ostream>
+
+namespace ingot::tools {
+
+// Parses |argv| and runs the chosen subcommand. Reports go to |out|; every error is
+// one line "error: ..." on |err|. Returns the exit status: 0 success, 1 an output does
+// not match its expected value, 2 any error. Never throws.
+int ingot_main(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+}  // namespace ingot::tools

@@ -1,0 +1,109 @@
+// ingot bench MODULE [--input=...] [--iterations=N] [--warmup=N] [--json]: latency of
+// ingot_invoke over many runs.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/ir/error.h"
+#include "tools/commands.h"
+#include "tools/session.h"
+#include "tools/stats.h"
+
+namespace ingot::tools {
+namespace {
+
+struct BenchArgs {
+  std::string module;
+  std::vector<std::string> inputs;
+  int iterations = 100;
+  int warmup = 10;
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+int run_bench(const BenchArgs& args, Streams& streams) {
+  Session session(args.module);
+  std::vector<Tensor> inputs;
+  const bool random_inputs = args.inputs.empty() && !session.inputs().empty();
+  if (random_inputs) {
+    std::mt19937_64 rng(args.seed);
+    for (const TensorInfo& info : session.inputs()) inputs.push_back(random_tensor(info, rng));
+  } else {
+    inputs = load_tensors("input", "--input", args.inputs, session.inputs());
+  }
+  session.set_inputs(inputs);
+
+  for (int i = 0; i < args.warmup; ++i) session.invoke();
+  std::vector<double> micros;
+  micros.reserve(static_cast<size_t>(args.iterations));
+  for (int i = 0; i < args.iterations; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    session.invoke();
+    const auto end = std::chrono::steady_clock::now();
+    micros.push_back(std::chrono::duration<double, std::micro>(end - start).count());
+  }
+  const LatencyStats stats = summarize(micros);
+
+  if (args.json) {
+    nlohmann::ordered_json report = {
+        {"module", args.module},
+        {"iterations", args.iterations},
+        {"warmup", args.warmup},
+        {"inputs", random_inputs ? "random" : "given"},
+        {"arena_bytes", session.arena_size()},
+        {"unit", "us"},
+        {"min", stats.min},
+        {"median", stats.median},
+        {"p90", stats.p90},
+        {"p99", stats.p99},
+        {"max", stats.max},
+        {"mean", stats.mean},
+        {"stddev", stats.stddev},
+    };
+    if (random_inputs) report["seed"] = args.seed;
+    streams.out << report.dump(2) << "\n";
+    return kExitOk;
+  }
+  streams.out << fmt::format("module: {}\n", args.module);
+  streams.out << fmt::format("iterations: {} (after {} warmup), inputs: {}\n", args.iterations,
+                             args.warmup,
+                             random_inputs ? fmt::format("random (seed {})", args.seed)
+                                           : std::string("given"));
+  streams.out << fmt::format("{:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "min",
+                             "median", "p90", "p99", "max", "mean", "stddev");
+  streams.out << fmt::format("{:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} "
+                             "{:>10.2f}  us\n",
+                             stats.min, stats.median, stats.p90, stats.p99, stats.max, stats.mean,
+                             stats.stddev);
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandFn add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "Time repeated invocations of a module");
+  cmd->add_option("MODULE", args->module, "Module file (.ingot)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--input", args->inputs,
+                  "One per model input, as for 'ingot run'; random values when none given")
+      ->allow_extra_args(false);
+  cmd->add_option("--iterations", args->iterations, "Timed invocations")
+      ->check(CLI::Range(1, 100000000))
+      ->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Untimed invocations before timing")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of a table");
+  return [args](Streams& streams) { return run_bench(*args, streams); };
+}
+
+}  // namespace ingot::tools

@@ -1,0 +1,118 @@
+// ingot compile MODEL.onnx -o OUT [flags]: fills driver::CompileOptions and compiles.
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/driver/driver.h"
+#include "compiler/ir/error.h"
+#include "tools/commands.h"
+#include "tools/tensor_io.h"
+
+namespace ingot::tools {
+namespace {
+
+struct CompileArgs {
+  std::string model;
+  std::string output;
+  std::string target = "host";
+  std::string output_format = "module";
+  std::string weights = "embed";
+  std::string opt = "2";
+  bool strip = false;
+  std::vector<std::string> dump_after;
+  bool time_passes = false;
+  std::vector<std::string> input_shapes;
+  std::string cc = "cc";
+  bool keep_temps = false;
+};
+
+int run_compile(const CompileArgs& args) {
+  driver::CompileOptions options;
+  options.input_path = args.model;
+  options.output_path = args.output;
+  options.target = args.target;
+  options.output_format = args.output_format;
+  options.weights = args.weights;
+  options.opt_level = parse_opt_level(args.opt);
+  options.strip = args.strip;
+  for (const std::string& pass : args.dump_after) {
+    if (pass.empty()) fail("--dump-after: empty pass name");
+    options.dump_after.push_back(pass);
+  }
+  options.time_passes = args.time_passes;
+  std::set<std::string> seen;
+  for (const std::string& text : args.input_shapes) {
+    driver::InputShapeOverride shape = parse_input_shape(text);
+    if (!seen.insert(shape.name).second) {
+      fail("--input-shape: input '{}' is given more than once", shape.name);
+    }
+    options.input_shapes.push_back(std::move(shape));
+  }
+  if (args.cc.empty()) fail("--cc: empty compiler path");
+  options.cc = args.cc;
+  options.keep_temps = args.keep_temps;
+  if (args.output.empty()) fail("-o: empty output path");
+  driver::compile(options);
+  return kExitOk;
+}
+
+}  // namespace
+
+driver::InputShapeOverride parse_input_shape(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    fail("--input-shape '{}': expected NAME:DIMS such as input:1x3x224x224", text);
+  }
+  driver::InputShapeOverride shape;
+  shape.name = std::string(text.substr(0, colon));
+  try {
+    shape.dims = parse_dims(text.substr(colon + 1));
+  } catch (const Error& e) {
+    fail("--input-shape '{}': {} (expected NAME:DIMS such as input:1x3x224x224)", text,
+         e.what());
+  }
+  return shape;
+}
+
+int parse_opt_level(std::string_view text) {
+  if (text == "0") return 0;
+  if (text == "2") return 2;
+  if (text == "s") return 3;
+  fail("-O{}: unknown optimization level (expected -O0, -O2 or -Os)", text);
+}
+
+CommandFn add_compile_command(CLI::App& app) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App* cmd = app.add_subcommand("compile", "Compile an ONNX model into a .ingot module");
+  cmd->add_option("MODEL", args->model, "ONNX model (.onnx)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", args->output, "Output file (the .ingot module)")->required();
+  cmd->add_option("--target", args->target,
+                  "Target: host, x86_64-avx512, x86_64-avx2, x86_64, generic")
+      ->capture_default_str();
+  cmd->add_option("--output-format", args->output_format, "Artifact kind: module")
+      ->capture_default_str();
+  cmd->add_option("--weights", args->weights,
+                  "embed: weights inside the module; external: in a file beside it")
+      ->check(CLI::IsMember({"embed", "external"}))
+      ->capture_default_str();
+  cmd->add_option("-O", args->opt, "Optimization: -O0, -O2 (default) or -Os");
+  cmd->add_flag("--strip", args->strip, "Leave out the NAMES section (kernel and step names)");
+  cmd->add_option("--dump-after", args->dump_after,
+                  "Print the IR after PASS (repeatable or comma separated; 'all' for every pass)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  cmd->add_flag("--time-passes", args->time_passes, "Print the time each pass takes");
+  cmd->add_option("--input-shape", args->input_shapes,
+                  "Fix the shape of a model input: NAME:1x3x224x224 (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--cc", args->cc, "C compiler used to build the kernels")
+      ->capture_default_str();
+  cmd->add_flag("--keep-temps", args->keep_temps,
+                "Keep the generated C sources in a temporary folder (debugging)");
+  return [args](Streams&) { return run_compile(*args); };
+}
+
+}  // namespace ingot::tools

@@ -1,0 +1,320 @@
+// ingot inspect MODULE [--plan] [--memory] [--size] [--json]: what a module holds,
+// read back through the runtime's validating loader.
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/ir/error.h"
+#include "tools/commands.h"
+#include "tools/module_view.h"
+#include "tools/tensor_io.h"
+
+namespace ingot::tools {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr int kBarWidth = 40;
+
+struct InspectArgs {
+  std::string module;
+  bool plan = false;
+  bool memory = false;
+  bool size = false;
+  bool json = false;
+};
+
+// Everything inspect reports, gathered once from the loaded module.
+struct ExternalWeights {
+  std::string path;
+  uint64_t size = 0;
+  uint32_t crc32 = 0;
+};
+
+struct View {
+  const ModuleFile& file;
+  const ingot_module_t& module;
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs;
+  std::vector<ingot_section_entry_t> sections;
+  ModuleNames names;
+  std::vector<ArenaRegion> regions;
+  std::optional<ExternalWeights> external;
+};
+
+std::optional<ExternalWeights> read_external_weights(const ingot_module_t& module) {
+  if (module.external_weights == nullptr) return std::nullopt;
+  ExternalWeights weights;
+  weights.size = module.external_weights->size;
+  weights.crc32 = module.external_weights->crc32;
+  if (module.external_weights_path != nullptr) {
+    weights.path.assign(module.external_weights_path, module.external_weights_path_length);
+  }
+  return weights;
+}
+
+std::string bar(uint64_t offset, uint64_t size, uint64_t total) {
+  std::string out(kBarWidth, '.');
+  if (total == 0 || size == 0) return out;
+  auto scale = [&](uint64_t x) {
+    return static_cast<int>(static_cast<unsigned __int128>(x) * kBarWidth / total);
+  };
+  int begin = std::min(scale(offset), kBarWidth - 1);
+  // Round the end up so every region shows at least one mark.
+  const auto end_exact = static_cast<unsigned __int128>(offset + size) * kBarWidth;
+  int end = static_cast<int>((end_exact + total - 1) / total);
+  end = std::clamp(end, begin + 1, kBarWidth);
+  for (int i = begin; i < end; ++i) out[static_cast<size_t>(i)] = '#';
+  return out;
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "-";
+  return fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+// ---- JSON -------------------------------------------------------------------------
+
+json tensor_json(const TensorInfo& info) {
+  return {{"name", info.name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.dims},
+          {"bytes", info.byte_size}};
+}
+
+json signature_json(const View& view) {
+  json inputs = json::array();
+  json outputs = json::array();
+  for (const TensorInfo& info : view.inputs) inputs.push_back(tensor_json(info));
+  for (const TensorInfo& info : view.outputs) outputs.push_back(tensor_json(info));
+  return {{"inputs", inputs}, {"outputs", outputs}};
+}
+
+json size_json(const View& view) {
+  const ingot_module_header_t& h = *view.module.header;
+  json header = {
+      {"format_version", h.format_version},
+      {"abi_version", h.abi_version},
+      {"arch", arch_name(h.arch)},
+      {"features", feature_names(h.features)},
+      {"flags", flag_names(h.flags)},
+      {"compiler_version",
+       std::string(h.compiler_version, strnlen(h.compiler_version, sizeof(h.compiler_version)))},
+  };
+  json sections = json::array();
+  for (const ingot_section_entry_t& s : view.sections) {
+    sections.push_back({{"kind", section_kind_name(s.kind)},
+                        {"offset", s.offset},
+                        {"size", s.size},
+                        {"crc32", fmt::format("{:08x}", s.crc32)}});
+  }
+  return {{"header", header}, {"sections", sections}};
+}
+
+json plan_json(const View& view) {
+  const ingot_plan_header_t& plan = *view.module.plan;
+  json kernels = json::array();
+  for (uint32_t k = 0; k < plan.kernel_count; ++k) kernels.push_back(kernel_label(view.names, k));
+  json steps = json::array();
+  for (uint32_t s = 0; s < plan.step_count; ++s) {
+    const ingot_step_t& step = view.module.steps[s];
+    json bindings = json::array();
+    for (uint32_t b = 0; b < step.binding_count; ++b) {
+      const ingot_binding_t& binding = view.module.bindings[step.binding_first + b];
+      bindings.push_back({{"base", base_name(binding)},
+                          {"index", binding.index},
+                          {"offset", binding.offset},
+                          {"size", binding.size}});
+    }
+    json entry = {{"index", s}, {"kind", step_kind_name(step.kind)}, {"bindings", bindings}};
+    if (step.kind == INGOT_STEP_DISPATCH) {
+      entry["kernel"] = step.kernel;
+      entry["kernel_name"] = kernel_label(view.names, step.kernel);
+      entry["workgroups"] = {step.wg_begin, step.wg_end};
+    } else if (step.kind == INGOT_STEP_COPY) {
+      entry["bytes"] = step.wg_end;
+    }
+    if (!view.names.steps[s].empty()) entry["label"] = view.names.steps[s];
+    steps.push_back(std::move(entry));
+  }
+  return {{"worker_count", plan.worker_count}, {"kernel_count", plan.kernel_count},
+          {"step_count", plan.step_count},     {"binding_count", plan.binding_count},
+          {"kernels", kernels},                {"steps", steps}};
+}
+
+json memory_json(const View& view) {
+  json regions = json::array();
+  for (const ArenaRegion& r : view.regions) {
+    regions.push_back({{"offset", r.offset},
+                       {"size", r.size},
+                       {"first_step", r.first_step},
+                       {"last_step", r.last_step},
+                       {"steps", r.step_count}});
+  }
+  json constants = {{"bytes", view.module.constants_size}};
+  if (view.external) {
+    constants = {{"external", view.external->path},
+                 {"bytes", view.external->size},
+                 {"crc32", fmt::format("{:08x}", view.external->crc32)}};
+  }
+  return {{"arena_bytes", view.module.plan->arena_bytes},
+          {"arena_alignment", view.module.plan->arena_alignment},
+          {"regions", regions},
+          {"constants", constants}};
+}
+
+// ---- text -------------------------------------------------------------------------
+
+void print_signature(const View& view, std::ostream& out) {
+  out << fmt::format("module: {} ({} bytes)\n", view.file.path(), view.file.size());
+  out << "signature:\n";
+  for (size_t i = 0; i < view.inputs.size(); ++i) {
+    out << fmt::format("  input {} '{}': {} ({} bytes)\n", i, view.inputs[i].name,
+                       view.inputs[i].type(), view.inputs[i].byte_size);
+  }
+  for (size_t i = 0; i < view.outputs.size(); ++i) {
+    out << fmt::format("  output {} '{}': {} ({} bytes)\n", i, view.outputs[i].name,
+                       view.outputs[i].type(), view.outputs[i].byte_size);
+  }
+}
+
+void print_size(const View& view, std::ostream& out) {
+  const ingot_module_header_t& h = *view.module.header;
+  out << "\nheader:\n";
+  out << fmt::format("  format version {}, ABI version {}\n", h.format_version, h.abi_version);
+  out << fmt::format("  target: {} (features: {})\n", arch_name(h.arch), feature_names(h.features));
+  out << fmt::format("  compiler: {}\n",
+                     std::string_view(h.compiler_version,
+                                      strnlen(h.compiler_version, sizeof(h.compiler_version))));
+  out << fmt::format("  flags: {}\n", flag_names(h.flags));
+  out << "sections:\n";
+  out << fmt::format("  {:<10} {:>10} {:>10}  {:<8} {:>7}\n", "kind", "offset", "size", "crc32",
+                     "of file");
+  uint64_t in_sections = 0;
+  for (const ingot_section_entry_t& s : view.sections) {
+    in_sections += s.size;
+    out << fmt::format("  {:<10} {:>10} {:>10}  {:08x} {:>7}\n", section_kind_name(s.kind),
+                       s.offset, s.size, s.crc32, percent(s.size, view.file.size()));
+  }
+  const uint64_t other = view.file.size() >= in_sections ? view.file.size() - in_sections : 0;
+  out << fmt::format("  {:<10} {:>10} {:>10}  {:<8} {:>7}\n", "(other)", "", other, "",
+                     percent(other, view.file.size()));
+  out << "  (other: header, section table and alignment padding)\n";
+}
+
+void print_plan(const View& view, std::ostream& out) {
+  const ingot_plan_header_t& plan = *view.module.plan;
+  out << fmt::format("\nplan: {} steps, {} kernels, {} bindings, {} worker{}\n", plan.step_count,
+                     plan.kernel_count, plan.binding_count, plan.worker_count,
+                     plan.worker_count == 1 ? "" : "s");
+  size_t kernel_width = 6;
+  for (uint32_t k = 0; k < plan.kernel_count; ++k) {
+    kernel_width = std::max(kernel_width, kernel_label(view.names, k).size());
+  }
+  out << fmt::format("  {:>4}  {:<8}  {:<{}}  {:<12}  {}\n", "step", "kind", "kernel", kernel_width,
+                     "workgroups", "bindings (base+offset:size)");
+  for (uint32_t s = 0; s < plan.step_count; ++s) {
+    const ingot_step_t& step = view.module.steps[s];
+    std::string kernel = "-";
+    std::string range = "-";
+    if (step.kind == INGOT_STEP_DISPATCH) {
+      kernel = kernel_label(view.names, step.kernel);
+      range = fmt::format("[{}, {})", step.wg_begin, step.wg_end);
+    } else if (step.kind == INGOT_STEP_COPY) {
+      range = fmt::format("{} bytes", step.wg_end);
+    }
+    std::string bindings;
+    for (uint32_t b = 0; b < step.binding_count; ++b) {
+      if (b != 0) bindings += ' ';
+      bindings += format_binding(view.module.bindings[step.binding_first + b]);
+    }
+    std::string line = fmt::format("  {:>4}  {:<8}  {:<{}}  {:<12}  {}", s, step_kind_name(step.kind),
+                                   kernel, kernel_width, range, bindings);
+    if (!view.names.steps[s].empty()) line += "  # " + view.names.steps[s];
+    out << line << "\n";
+  }
+}
+
+void print_memory(const View& view, std::ostream& out) {
+  const uint64_t arena = view.module.plan->arena_bytes;
+  out << fmt::format("\nmemory:\n  arena: {} bytes ({}-byte aligned), {} region{}\n", arena,
+                     view.module.plan->arena_alignment, view.regions.size(),
+                     view.regions.size() == 1 ? "" : "s");
+  if (!view.regions.empty()) {
+    uint64_t total = 0;
+    for (const ArenaRegion& r : view.regions) total += r.size;
+    out << fmt::format("  regions total {} bytes; reuse saves {}\n", total,
+                       total > arena ? percent(total - arena, total) : std::string("0%"));
+    out << fmt::format("  {:>10} {:>10}  {:<12}  |{:<{}}|\n", "offset", "size", "steps",
+                       "0 .. arena", kBarWidth);
+    for (const ArenaRegion& r : view.regions) {
+      out << fmt::format("  {:>10} {:>10}  {:<12}  |{}|\n", r.offset, r.size,
+                         fmt::format("{}..{}", r.first_step, r.last_step),
+                         bar(r.offset, r.size, arena));
+    }
+  }
+  for (size_t i = 0; i < view.inputs.size(); ++i) {
+    out << fmt::format("  input {} '{}': {} bytes (caller memory)\n", i, view.inputs[i].name,
+                       view.inputs[i].byte_size);
+  }
+  for (size_t i = 0; i < view.outputs.size(); ++i) {
+    out << fmt::format("  output {} '{}': {} bytes (caller memory)\n", i, view.outputs[i].name,
+                       view.outputs[i].byte_size);
+  }
+  if (view.external) {
+    out << fmt::format("  constants: {} bytes in external file '{}' (crc32 {:08x})\n",
+                       view.external->size, view.external->path, view.external->crc32);
+  } else {
+    out << fmt::format("  constants: {} bytes (embedded)\n", view.module.constants_size);
+  }
+}
+
+int run_inspect(const InspectArgs& args, Streams& streams) {
+  ModuleFile file(args.module);
+  const ingot_module_t& module = file.module();
+  View view{file, module, module_inputs(module), module_outputs(module),
+            section_table(module, file.data(), file.size()),
+            parse_names(module.names, module.names_size, module.plan->kernel_count,
+                        module.plan->step_count),
+            arena_regions(module.steps, module.plan->step_count, module.bindings,
+                          module.plan->binding_count),
+            std::nullopt};
+  view.external = read_external_weights(module);
+
+  const bool all = !args.plan && !args.memory && !args.size;
+  if (args.json) {
+    json report = {{"module", args.module}, {"file_size", file.size()},
+                   {"signature", signature_json(view)}};
+    if (all || args.size) report["size"] = size_json(view);
+    if (all || args.plan) report["plan"] = plan_json(view);
+    if (all || args.memory) report["memory"] = memory_json(view);
+    streams.out << report.dump(2) << "\n";
+    return kExitOk;
+  }
+  print_signature(view, streams.out);
+  if (all || args.size) print_size(view, streams.out);
+  if (all || args.plan) print_plan(view, streams.out);
+  if (all || args.memory) print_memory(view, streams.out);
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandFn add_inspect_command(CLI::App& app) {
+  auto args = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Show what a module holds (all of --size, --plan, --memory when none is given)");
+  cmd->add_option("MODULE", args->module, "Module file (.ingot)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--plan", args->plan, "One line per plan step: kind, kernel, workgroups, bindings");
+  cmd->add_flag("--memory", args->memory, "Arena size and the arena regions each step touches");
+  cmd->add_flag("--size", args->size, "Header and sections with offsets, sizes and CRCs");
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  return [args](Streams& streams) { return run_inspect(*args, streams); };
+}
+
+}  // namespace ingot::tools

@@ -1,0 +1,132 @@
+// ingot run MODULE --input=... [--output=@y.npy] [--expected-output=@ref.npy]: one
+// invocation, its outputs printed, written and compared.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/ir/error.h"
+#include "tools/commands.h"
+#include "tools/compare.h"
+#include "tools/session.h"
+#include "tools/tensor_io.h"
+
+namespace ingot::tools {
+namespace {
+
+struct RunArgs {
+  std::string module;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::vector<std::string> expected;
+  double atol = 1e-4;
+  double rtol = 1e-4;
+  bool print = true;
+};
+
+// "@y.npy" or "y.npy" -> "y.npy"; "" stays "" (do not write this output).
+std::string output_path(const std::string& arg) {
+  if (!arg.empty() && arg.front() == '@') return arg.substr(1);
+  return arg;
+}
+
+int run_run(const RunArgs& args, Streams& streams) {
+  Session session(args.module);
+  const std::vector<TensorInfo>& outputs = session.outputs();
+
+  // Everything the user gave is checked before the module runs.
+  std::vector<Tensor> inputs = load_tensors("input", "--input", args.inputs, session.inputs());
+  std::vector<Tensor> expected;
+  if (!args.expected.empty()) {
+    expected = load_tensors("expected output", "--expected-output", args.expected, outputs);
+  }
+  if (!args.outputs.empty() && args.outputs.size() != outputs.size()) {
+    fail("the module has {} output{}; got {} --output values (give one per output, in "
+         "order; an empty --output= skips one)",
+         outputs.size(), outputs.size() == 1 ? "" : "s", args.outputs.size());
+  }
+  for (size_t i = 0; i < args.outputs.size(); ++i) {
+    if (args.outputs[i] == "@") fail("--output {}: '@' must be followed by a path", i);
+  }
+
+  session.set_inputs(inputs);
+  session.invoke();
+
+  std::vector<Tensor> results;
+  for (size_t i = 0; i < outputs.size(); ++i) results.push_back(session.output(i));
+
+  if (args.print) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      streams.out << fmt::format("output {} '{}': {}\n", i, outputs[i].name,
+                                 format_type(results[i].dims, results[i].dtype));
+      streams.out << format_values(results[i]);
+    }
+  }
+
+  // Files go to temporary names first and are renamed only once all are written.
+  std::vector<PendingFile> files;
+  for (size_t i = 0; i < args.outputs.size(); ++i) {
+    std::string path = output_path(args.outputs[i]);
+    if (path.empty()) continue;
+    files.emplace_back(path, encode_npy(results[i]));
+  }
+
+  bool all_match = true;
+  const Tolerance tolerance{args.atol, args.rtol};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    Comparison comparison;
+    try {
+      comparison = compare_tensors(results[i], expected[i], tolerance);
+    } catch (const Error& e) {
+      fail("output {} ('{}'): {}", i, outputs[i].name, e.what());
+    }
+    all_match = all_match && comparison.ok();
+    streams.out << fmt::format("{} output {} '{}': {}\n", comparison.ok() ? "[ok]" : "[FAILED]",
+                               i, outputs[i].name, describe_mismatches(comparison, tolerance));
+  }
+
+  for (size_t i = 0; i < files.size(); ++i) {
+    try {
+      files[i].commit();
+    } catch (const Error&) {
+      // Do not leave some outputs of a failed run behind.
+      for (size_t j = 0; j < i; ++j) ::remove(files[j].path().c_str());
+      throw;
+    }
+  }
+  return all_match ? kExitOk : kExitMismatch;
+}
+
+}  // namespace
+
+CommandFn add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a module once on given inputs");
+  cmd->add_option("MODULE", args->module, "Module file (.ingot)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--input", args->inputs,
+                  "One per model input, in order: @file.npy, or TYPE=VALUES such as "
+                  "1x4xf32=1,2,3,4 (a scalar: f32=3)")
+      ->allow_extra_args(false);
+  cmd->add_option("--output", args->outputs,
+                  "One per model output, in order: @file.npy to write it (an empty value "
+                  "skips that output)")
+      ->allow_extra_args(false);
+  cmd->add_option("--expected-output", args->expected,
+                  "One per model output, in order: @file.npy or TYPE=VALUES to compare with")
+      ->allow_extra_args(false);
+  cmd->add_option("--atol", args->atol, "Absolute tolerance of the comparison")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--rtol", args->rtol, "Relative tolerance of the comparison")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--print-outputs,!--no-print", args->print,
+                "Print the outputs (default) or not");
+  return [args](Streams& streams) { return run_run(*args, streams); };
+}
+
+}  // namespace ingot::tools

@@ -1,0 +1,42 @@
+// The `ingot` subcommands. Each cmd_*.cc adds one subcommand to the CLI11 app and
+// returns the function that runs it once the arguments are parsed.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+#include "compiler/driver/driver.h"
+
+namespace ingot::tools {
+
+// Exit status of every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitMismatch = 1;  // an output differs from the expected one
+inline constexpr int kExitError = 2;     // anything else that went wrong
+
+// Where a command writes its report; errors are thrown, not written.
+struct Streams {
+  std::ostream& out;
+};
+
+// Runs a parsed subcommand and returns its exit status; throws ingot::Error (or
+// another std::exception) on failure.
+using CommandFn = std::function<int(Streams&)>;
+
+CommandFn add_compile_command(CLI::App& app);
+CommandFn add_run_command(CLI::App& app);
+CommandFn add_bench_command(CLI::App& app);
+CommandFn add_inspect_command(CLI::App& app);
+
+// "NAME:1x3x224x224" (the name may itself contain ':'; the last one separates).
+// Throws ingot::Error naming |text| on a bad value.
+driver::InputShapeOverride parse_input_shape(std::string_view text);
+
+// The value of -O ("0", "2" or "s") as driver::CompileOptions::opt_level (0, 2, 3).
+// Throws ingot::Error otherwise.
+int parse_opt_level(std::string_view text);
+
+}  // namespace ingot::tools

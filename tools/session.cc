@@ -1,0 +1,147 @@
+#include "tools/session.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+#include <fmt/format.h>
+
+#include "compiler/ir/error.h"
+
+namespace ingot::tools {
+namespace {
+
+std::string describe(std::string_view role, size_t index, const TensorInfo& info) {
+  return fmt::format("{} {} ('{}')", role, index, info.name);
+}
+
+// "1 input (0 'input': 1x64xf32)" / "2 outputs (0 'a': f32, 1 'b': 2xi64)"
+std::string describe_signature(std::string_view role, const std::vector<TensorInfo>& signature) {
+  std::string list;
+  for (size_t i = 0; i < signature.size(); ++i) {
+    if (i != 0) list += ", ";
+    list += fmt::format("{} '{}': {}", i, signature[i].name, signature[i].type());
+  }
+  return fmt::format("{} {}{}{}", signature.size(), role, signature.size() == 1 ? "" : "s",
+                     list.empty() ? "" : " (" + list + ")");
+}
+
+}  // namespace
+
+AlignedBuffer::AlignedBuffer(size_t size) : size_(size) {
+  const size_t alignment = INGOT_ARENA_ALIGNMENT;
+  if (size > SIZE_MAX - alignment) throw std::bad_alloc();
+  const size_t rounded = (std::max<size_t>(size, 1) + alignment - 1) / alignment * alignment;
+  data_.reset(static_cast<uint8_t*>(std::aligned_alloc(alignment, rounded)));
+  if (!data_) fail("out of memory allocating {} bytes", size);
+  std::memset(data_.get(), 0, rounded);
+}
+
+void check_tensor(std::string_view role, size_t index, const TensorInfo& expected,
+                  const Tensor& got) {
+  if (got.dtype != expected.dtype || got.dims != expected.dims) {
+    fail("{}: expected {}, got {}", describe(role, index, expected), expected.type(),
+         format_type(got.dims, got.dtype));
+  }
+}
+
+std::vector<Tensor> load_tensors(std::string_view role, std::string_view flag,
+                                 const std::vector<std::string>& args,
+                                 const std::vector<TensorInfo>& signature) {
+  if (args.size() != signature.size()) {
+    fail("the module has {}; got {} {} value{}", describe_signature(role, signature),
+         args.size(), flag, args.size() == 1 ? "" : "s");
+  }
+  std::vector<Tensor> tensors;
+  tensors.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    Tensor tensor;
+    try {
+      tensor = parse_tensor_arg(args[i]);
+    } catch (const Error& e) {
+      fail("{}: {}", describe(role, i, signature[i]), e.what());
+    }
+    check_tensor(role, i, signature[i], tensor);
+    tensors.push_back(std::move(tensor));
+  }
+  return tensors;
+}
+
+Tensor random_tensor(const TensorInfo& info, std::mt19937_64& rng) {
+  Tensor tensor;
+  tensor.dtype = info.dtype;
+  tensor.dims = info.dims;
+  const uint64_t count = tensor.element_count();
+  const size_t elem = dtype_size(info.dtype);
+  tensor.bytes.assign(count * elem, 0);
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  for (uint64_t i = 0; i < count; ++i) {
+    uint8_t* p = tensor.bytes.data() + i * elem;
+    if (info.dtype == INGOT_DTYPE_F32) {
+      float v = real(rng);
+      std::memcpy(p, &v, sizeof(v));
+    } else {
+      // Little-endian: a 0 or 1 in the lowest byte is that value at any width.
+      p[0] = static_cast<uint8_t>(rng() & 1);
+    }
+  }
+  return tensor;
+}
+
+Session::Session(const std::string& path) : module_(path) {
+  inputs_ = module_inputs(module());
+  outputs_ = module_outputs(module());
+  arena_ = AlignedBuffer(ingot_module_arena_size(&module()));
+  ingot_status_t status =
+      ingot_context_initialize(&module(), arena_.data(), arena_.size(), &context_);
+  if (status != INGOT_OK) {
+    fail("cannot initialize a context for '{}' (arena of {} bytes): {}", path, arena_.size(),
+         ingot_status_string(status));
+  }
+  for (const TensorInfo& info : inputs_) input_buffers_.emplace_back(info.byte_size);
+  for (const TensorInfo& info : outputs_) output_buffers_.emplace_back(info.byte_size);
+  // Never hand the runtime a null array, even for a module without inputs.
+  input_pointers_.assign(std::max<size_t>(inputs_.size(), 1), nullptr);
+  output_pointers_.assign(std::max<size_t>(outputs_.size(), 1), nullptr);
+  for (size_t i = 0; i < inputs_.size(); ++i) input_pointers_[i] = input_buffers_[i].data();
+  for (size_t i = 0; i < outputs_.size(); ++i) output_pointers_[i] = output_buffers_[i].data();
+}
+
+void Session::set_inputs(const std::vector<Tensor>& tensors) {
+  if (tensors.size() != inputs_.size()) {
+    fail("the module has {} inputs, got {}", inputs_.size(), tensors.size());
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    check_tensor("input", i, inputs_[i], tensors[i]);
+    if (tensors[i].bytes.size() != inputs_[i].byte_size) {
+      fail("input {} ('{}'): the module expects {} bytes for {}, the tensor has {}", i,
+           inputs_[i].name, inputs_[i].byte_size, inputs_[i].type(), tensors[i].bytes.size());
+    }
+    std::memcpy(input_buffers_[i].data(), tensors[i].bytes.data(), tensors[i].bytes.size());
+  }
+}
+
+void Session::invoke() {
+  ingot_status_t status = ingot_invoke(&context_, input_pointers_.data(), output_pointers_.data());
+  if (status != INGOT_OK) {
+    fail("invoking '{}' failed: {}", path(), ingot_status_string(status));
+  }
+}
+
+Tensor Session::output(size_t index) const {
+  const TensorInfo& info = outputs_.at(index);
+  Tensor tensor;
+  tensor.dtype = info.dtype;
+  tensor.dims = info.dims;
+  const uint64_t expected = tensor.element_count() * dtype_size(info.dtype);
+  if (expected != info.byte_size) {
+    fail("output {} ('{}'): the module records {} bytes for {}, which needs {}", index,
+         info.name, info.byte_size, info.type(), expected);
+  }
+  const uint8_t* data = output_buffers_[index].data();
+  tensor.bytes.assign(data, data + info.byte_size);
+  return tensor;
+}
+
+}  // namespace ingot::tools

@@ -1,0 +1,81 @@
+// A module ready to invoke: loaded, with an arena, a context and caller-owned input
+// and output buffers. Shared by `ingot run` and `ingot bench`.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tools/module_view.h"
+#include "tools/tensor_io.h"
+
+namespace ingot::tools {
+
+// Zero-filled heap memory aligned to INGOT_ARENA_ALIGNMENT (64 bytes); never null,
+// even for 0 bytes.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(size_t size);
+  uint8_t* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> data_;
+  size_t size_ = 0;
+};
+
+// Throws ingot::Error "ROLE INDEX ('NAME'): expected 1x64xf32, got 1x63xf32" when
+// |got| does not have |expected|'s dtype and shape.
+void check_tensor(std::string_view role, size_t index, const TensorInfo& expected,
+                  const Tensor& got);
+
+// Parses one tensor per signature entry from |args| (each "@file.npy" or an inline
+// tensor) and checks count, dtype and shape. |role| and |flag| name them in errors
+// ("input", "--input"). Throws ingot::Error.
+std::vector<Tensor> load_tensors(std::string_view role, std::string_view flag,
+                                 const std::vector<std::string>& args,
+                                 const std::vector<TensorInfo>& signature);
+
+// A tensor of |info|'s dtype and shape with values drawn from |rng|: f32 uniform in
+// [-1, 1), integers 0 or 1, bool 0 or 1 (safe for index-like inputs).
+Tensor random_tensor(const TensorInfo& info, std::mt19937_64& rng);
+
+class Session {
+ public:
+  // Loads |path| with the hosted runtime and binds a fresh arena. Throws ingot::Error.
+  explicit Session(const std::string& path);
+
+  const std::string& path() const { return module_.path(); }
+  const ingot_module_t& module() const { return module_.module(); }
+  const std::vector<TensorInfo>& inputs() const { return inputs_; }
+  const std::vector<TensorInfo>& outputs() const { return outputs_; }
+  size_t arena_size() const { return arena_.size(); }
+
+  // Copies |tensors| (checked against the signature) into the input buffers.
+  void set_inputs(const std::vector<Tensor>& tensors);
+  // Runs the plan once with the current inputs. Throws ingot::Error on a failed status.
+  void invoke();
+  // Output |index| of the last invoke, copied out.
+  Tensor output(size_t index) const;
+
+ private:
+  HostedModule module_;
+  std::vector<TensorInfo> inputs_;
+  std::vector<TensorInfo> outputs_;
+  AlignedBuffer arena_;
+  ingot_context_t context_{};
+  std::vector<AlignedBuffer> input_buffers_;
+  std::vector<AlignedBuffer> output_buffers_;
+  std::vector<const void*> input_pointers_;
+  std::vector<void*> output_pointers_;
+};
+
+}  // namespace ingot::tools
