@@ -1,0 +1,99 @@
+"""Writes small ONNX models that exercise ingot's error paths and import features.
+
+/usr/bin/python3 tests/e2e/make_error_models.py OUT_DIR
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(model, path):
+    onnx.save(model, path)
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    f32 = TensorProto.FLOAT
+
+    # An op ingot does not implement.
+    g = helper.make_graph(
+        [helper.make_node("Det", ["x"], ["y"], name="determinant_node")],
+        "unsupported",
+        [helper.make_tensor_value_info("x", f32, [2, 2])],
+        [helper.make_tensor_value_info("y", f32, [])])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/unsupported_op.onnx")
+
+    # A dynamic batch dimension.
+    w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(4, 3) / 10, "w")
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"), helper.make_node("Relu", ["y"], ["z"], name="relu")],
+        "dynamic",
+        [helper.make_tensor_value_info("x", f32, ["batch", 4])],
+        [helper.make_tensor_value_info("z", f32, ["batch", 3])],
+        [w])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/dynamic_batch.onnx")
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    np.save(f"{out}/dynamic_batch.in.npy", x)
+    np.save(f"{out}/dynamic_batch.out.npy", np.maximum(x @ (np.arange(12, dtype=np.float32).reshape(4, 3) / 10), 0))
+
+    # Weights in an external data file.
+    wv = np.random.RandomState(0).randn(16, 8).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        "external",
+        [helper.make_tensor_value_info("x", f32, [1, 16])],
+        [helper.make_tensor_value_info("y", f32, [1, 8])],
+        [numpy_helper.from_array(wv, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save_model(m, f"{out}/external_data.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="external_data.bin", size_threshold=0)
+    xe = np.random.RandomState(1).randn(1, 16).astype(np.float32)
+    np.save(f"{out}/external_data.in.npy", xe)
+    np.save(f"{out}/external_data.out.npy", xe @ wv)
+
+    # An old opset (7) that the importer brings forward.
+    g = helper.make_graph(
+        [helper.make_node("Add", ["x", "b"], ["y"], name="add"), helper.make_node("Relu", ["y"], ["z"], name="relu")],
+        "old",
+        [helper.make_tensor_value_info("x", f32, [1, 4])],
+        [helper.make_tensor_value_info("z", f32, [1, 4])],
+        [numpy_helper.from_array(np.array([0.5, -0.5, 1, -1], dtype=np.float32), "b")])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 7)]), f"{out}/old_opset.onnx")
+
+    # A graph where BatchNormalization stays unfused (after a Relu) and one after a Conv.
+    rs = np.random.RandomState(2)
+    conv_w = numpy_helper.from_array(rs.randn(4, 3, 3, 3).astype(np.float32) * 0.3, "cw")
+    params = [numpy_helper.from_array(a.astype(np.float32), n) for a, n in [
+        (rs.rand(4) + 0.5, "s1"), (rs.randn(4) * 0.1, "b1"), (rs.randn(4) * 0.1, "m1"), (rs.rand(4) + 0.5, "v1"),
+        (rs.rand(4) + 0.5, "s2"), (rs.randn(4) * 0.1, "b2"), (rs.randn(4) * 0.1, "m2"), (rs.rand(4) + 0.5, "v2")]]
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "cw"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+         helper.make_node("BatchNormalization", ["c", "s1", "b1", "m1", "v1"], ["bn1"], name="bn1"),
+         helper.make_node("Relu", ["bn1"], ["r"], name="relu"),
+         helper.make_node("BatchNormalization", ["r", "s2", "b2", "m2", "v2"], ["y"], name="bn2")],
+        "batchnorm",
+        [helper.make_tensor_value_info("x", f32, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", f32, [1, 4, 8, 8])],
+        [conv_w] + params)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/batchnorm.onnx")
+    import torch
+    import torch.nn.functional as F
+    p = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in params}
+    xb = rs.randn(1, 3, 8, 8).astype(np.float32)
+    with torch.no_grad():
+        c = F.conv2d(torch.from_numpy(xb), torch.from_numpy(numpy_helper.to_array(conv_w).copy()), padding=1)
+        c = F.batch_norm(c, p["m1"], p["v1"], p["s1"], p["b1"], eps=1e-5)
+        y = F.batch_norm(torch.relu(c), p["m2"], p["v2"], p["s2"], p["b2"], eps=1e-5)
+    np.save(f"{out}/batchnorm.in.npy", xb)
+    np.save(f"{out}/batchnorm.out.npy", y.numpy())
+
+    # Not a model at all.
+    with open(f"{out}/garbage.onnx", "wb") as fh:
+        fh.write(b"\x08\x07this is not a protobuf model\xff\xff\xff")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
