@@ -39,6 +39,7 @@ double abs_difference(const Tensor& got, const Tensor& expected, uint64_t index)
 bool element_matches(double got, double expected, const Tolerance& tolerance) {
   if (std::isnan(got) || std::isnan(expected)) return std::isnan(got) && std::isnan(expected);
   if (got == expected) return true;
+  if (std::isinf(got) || std::isinf(expected)) return false;  // inf - x is never "close"
   return std::fabs(got - expected) <= tolerance.atol + tolerance.rtol * std::fabs(expected);
 }
 

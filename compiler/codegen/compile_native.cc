@@ -117,7 +117,7 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
                                  "-fvisibility=hidden", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
                                  "-fno-stack-protector", "-fno-tree-loop-distribute-patterns", "-fcf-protection=none",
                                  "-fno-math-errno", "-fno-plt", "-ffunction-sections", "-fdata-sections",
-                                 "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-function"};
+                                 "-Wall", "-Wextra", "-Wpedantic", "-Wno-unused-parameter", "-Wno-unused-function"};
   cc.insert(cc.end(), target.cflags.begin(), target.cflags.end());
   cc.insert(cc.end(), {"-I", dir.path().string(), "-c", (dir.path() / "model.c").string(), "-o", obj.string()});
   if (run(cc, log) != 0) fail("C compiler failed on generated code: {}", first_error_line(slurp(log)));

@@ -62,9 +62,9 @@ PYEOF
 done
 
 # ingot_invoke must not touch the heap.
-if [ -x "$BUILD/bin/ingot_no_alloc_check" ]; then
-  "$BUILD/bin/ingot_no_alloc_check" "$WORK/${models[1]:-digits_mlp}.ingot"
-fi
+for m in "${models[@]}"; do
+  "$BUILD/bin/ingot_no_alloc_check" "$WORK/$m.ingot" || failures=$((failures + 1))
+done
 
 if [ $failures -ne 0 ]; then
   echo "$failures model check(s) failed" >&2
