@@ -29,6 +29,14 @@ std::string one_line(std::string text) {
 
 }  // namespace
 
+void reject_flag_like(std::string_view option, const std::string& value) {
+  if (!value.empty() && value.front() == '-') {
+    fail("{}: value '{}' looks like a flag; write the value right after the option, as in "
+         "{}=VALUE",
+         option, value, option);
+  }
+}
+
 int ingot_main(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   try {
     CLI::App app{"ingot: an ahead-of-time compiler for ONNX models and the runtime for "

@@ -28,6 +28,7 @@ struct BenchArgs {
 };
 
 int run_bench(const BenchArgs& args, Streams& streams) {
+  for (const std::string& value : args.inputs) reject_flag_like("--input", value);
   Session session(args.module);
   std::vector<Tensor> inputs;
   const bool random_inputs = args.inputs.empty() && !session.inputs().empty();

@@ -28,6 +28,8 @@ struct CompileArgs {
 };
 
 int run_compile(const CompileArgs& args) {
+  reject_flag_like("-o", args.output);
+  reject_flag_like("--cc", args.cc);
   driver::CompileOptions options;
   options.input_path = args.model;
   options.output_path = args.output;

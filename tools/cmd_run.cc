@@ -26,13 +26,19 @@ struct RunArgs {
   bool print = true;
 };
 
-// "@y.npy" or "y.npy" -> "y.npy"; "" stays "" (do not write this output).
+// "@y.npy" or "y.npy" -> "y.npy".
 std::string output_path(const std::string& arg) {
-  if (!arg.empty() && arg.front() == '@') return arg.substr(1);
-  return arg;
+  std::string path = !arg.empty() && arg.front() == '@' ? arg.substr(1) : arg;
+  if (path.empty()) fail("--output: expected @FILE.npy, got '{}'", arg);
+  return path;
 }
 
 int run_run(const RunArgs& args, Streams& streams) {
+  for (const std::string& value : args.inputs) reject_flag_like("--input", value);
+  for (const std::string& value : args.outputs) reject_flag_like("--output", value);
+  for (const std::string& value : args.expected) reject_flag_like("--expected-output", value);
+  std::vector<std::string> paths;
+  for (const std::string& value : args.outputs) paths.push_back(output_path(value));
   Session session(args.module);
   const std::vector<TensorInfo>& outputs = session.outputs();
 
@@ -42,13 +48,9 @@ int run_run(const RunArgs& args, Streams& streams) {
   if (!args.expected.empty()) {
     expected = load_tensors("expected output", "--expected-output", args.expected, outputs);
   }
-  if (!args.outputs.empty() && args.outputs.size() != outputs.size()) {
-    fail("the module has {} output{}; got {} --output values (give one per output, in "
-         "order; an empty --output= skips one)",
-         outputs.size(), outputs.size() == 1 ? "" : "s", args.outputs.size());
-  }
-  for (size_t i = 0; i < args.outputs.size(); ++i) {
-    if (args.outputs[i] == "@") fail("--output {}: '@' must be followed by a path", i);
+  if (!paths.empty() && paths.size() != outputs.size()) {
+    fail("the module has {} output{}; got {} --output values (give one per output, in order)",
+         outputs.size(), outputs.size() == 1 ? "" : "s", paths.size());
   }
 
   session.set_inputs(inputs);
@@ -67,11 +69,7 @@ int run_run(const RunArgs& args, Streams& streams) {
 
   // Files go to temporary names first and are renamed only once all are written.
   std::vector<PendingFile> files;
-  for (size_t i = 0; i < args.outputs.size(); ++i) {
-    std::string path = output_path(args.outputs[i]);
-    if (path.empty()) continue;
-    files.emplace_back(path, encode_npy(results[i]));
-  }
+  for (size_t i = 0; i < paths.size(); ++i) files.emplace_back(paths[i], encode_npy(results[i]));
 
   bool all_match = true;
   const Tolerance tolerance{args.atol, args.rtol};
@@ -112,8 +110,7 @@ CommandFn add_run_command(CLI::App& app) {
                   "1x4xf32=1,2,3,4 (a scalar: f32=3)")
       ->allow_extra_args(false);
   cmd->add_option("--output", args->outputs,
-                  "One per model output, in order: @file.npy to write it (an empty value "
-                  "skips that output)")
+                  "One per model output, in order: @file.npy to write it")
       ->allow_extra_args(false);
   cmd->add_option("--expected-output", args->expected,
                   "One per model output, in order: @file.npy or TYPE=VALUES to compare with")

@@ -35,6 +35,11 @@ CommandFn add_inspect_command(CLI::App& app);
 // Throws ingot::Error naming |text| on a bad value.
 driver::InputShapeOverride parse_input_shape(std::string_view text);
 
+// CLI11 gives an option that lacks its value (an empty "--output=") the next word, even
+// a flag. Values of path and tensor options never start with '-', so such a value is
+// refused: throws ingot::Error naming |option|.
+void reject_flag_like(std::string_view option, const std::string& value);
+
 // The value of -O ("0", "2" or "s") as driver::CompileOptions::opt_level (0, 2, 3).
 // Throws ingot::Error otherwise.
 int parse_opt_level(std::string_view text);

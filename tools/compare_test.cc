@@ -28,7 +28,7 @@ Tensor f32(std::vector<int64_t> dims, const std::vector<float>& values) {
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-TEST(Compare, ElementMatchesFormula) {
+TEST(ToolsCompare, ElementMatchesFormula) {
   const Tolerance tol{1e-4, 1e-4};
   EXPECT_TRUE(element_matches(1.0, 1.0, tol));
   EXPECT_TRUE(element_matches(1.0 + 1.9e-4, 1.0, tol));   // within atol + rtol*1 = 2e-4
@@ -43,7 +43,7 @@ TEST(Compare, ElementMatchesFormula) {
   EXPECT_FALSE(element_matches(1.0, 0.0, {0, 1.0}));
 }
 
-TEST(Compare, NanAndInfinity) {
+TEST(ToolsCompare, NanAndInfinity) {
   const Tolerance tol;
   EXPECT_TRUE(element_matches(kNan, kNan, tol));
   EXPECT_FALSE(element_matches(kNan, 1.0, tol));
@@ -53,7 +53,7 @@ TEST(Compare, NanAndInfinity) {
   EXPECT_FALSE(element_matches(1e30, kInf, {1e30, 1e30}));
 }
 
-TEST(Compare, AllMatch) {
+TEST(ToolsCompare, AllMatch) {
   Comparison c = compare_tensors(f32({2, 2}, {1, 2, kNan, -0.0f}), f32({2, 2}, {1, 2.00001f, kNan, 0}),
                                  Tolerance{});
   EXPECT_TRUE(c.ok());
@@ -63,7 +63,7 @@ TEST(Compare, AllMatch) {
   EXPECT_EQ(describe_mismatches(c, Tolerance{}), "all 4 elements match (atol 0.0001, rtol 0.0001)");
 }
 
-TEST(Compare, WorstMismatchIndexAndPosition) {
+TEST(ToolsCompare, WorstMismatchIndexAndPosition) {
   //                            [0,0] [0,1] [0,2] [1,0] [1,1] [1,2]
   Tensor expected = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor got = f32({2, 3}, {1, 2.5f, 3, 4, 9, 6.00001f});
@@ -80,7 +80,7 @@ TEST(Compare, WorstMismatchIndexAndPosition) {
             "expected 5");
 }
 
-TEST(Compare, WorstIsMeasuredAgainstTolerance) {
+TEST(ToolsCompare, WorstIsMeasuredAgainstTolerance) {
   // Index 0 is off by 5 but within rtol (100); index 1 is off by 0.5 with no tolerance.
   Tolerance tol{0, 0.1};
   Comparison c = compare_tensors(f32({2}, {1005, 0.5f}), f32({2}, {1000, 0}), tol);
@@ -93,7 +93,7 @@ TEST(Compare, WorstIsMeasuredAgainstTolerance) {
   EXPECT_EQ(c.worst->index, 1u);
 }
 
-TEST(Compare, NanMismatchIsWorst) {
+TEST(ToolsCompare, NanMismatchIsWorst) {
   Comparison c = compare_tensors(f32({4}, {100, 1, kNan, kNan}), f32({4}, {0, 1, 2, kNan}),
                                  Tolerance{});
   EXPECT_EQ(c.mismatch_count, 2u);
@@ -105,7 +105,7 @@ TEST(Compare, NanMismatchIsWorst) {
   EXPECT_EQ(c.worst->expected_text, "nan");
 }
 
-TEST(Compare, ScalarPosition) {
+TEST(ToolsCompare, ScalarPosition) {
   Comparison c = compare_tensors(f32({}, {2}), f32({}, {1}), Tolerance{});
   EXPECT_EQ(c.worst->index, 0u);
   EXPECT_TRUE(c.worst->position.empty());
@@ -114,7 +114,7 @@ TEST(Compare, ScalarPosition) {
             "expected 1");
 }
 
-TEST(Compare, ShapeOrDtypeDifferenceThrows) {
+TEST(ToolsCompare, ShapeOrDtypeDifferenceThrows) {
   try {
     compare_tensors(f32({1, 63}, std::vector<float>(63)), f32({1, 64}, std::vector<float>(64)),
                     Tolerance{});
@@ -127,7 +127,7 @@ TEST(Compare, ShapeOrDtypeDifferenceThrows) {
                Error);
 }
 
-TEST(Compare, IntegersAreExact) {
+TEST(ToolsCompare, IntegersAreExact) {
   const int64_t big = (int64_t{1} << 60) + 1;
   Tensor expected = make_tensor<int64_t>(INGOT_DTYPE_I64, {2}, {big, 5});
   Tensor got = make_tensor<int64_t>(INGOT_DTYPE_I64, {2}, {big + 1, 5});
@@ -144,7 +144,7 @@ TEST(Compare, IntegersAreExact) {
   EXPECT_EQ(c.worst->index, 0u);
 }
 
-TEST(Compare, BoolComparesTruth) {
+TEST(ToolsCompare, BoolComparesTruth) {
   Tensor expected = make_tensor<uint8_t>(INGOT_DTYPE_BOOL, {3}, {1, 0, 1});
   Tensor got = make_tensor<uint8_t>(INGOT_DTYPE_BOOL, {3}, {2, 0, 0});
   Comparison c = compare_tensors(got, expected, Tolerance{});
@@ -152,13 +152,13 @@ TEST(Compare, BoolComparesTruth) {
   EXPECT_EQ(c.worst->index, 2u);
 }
 
-TEST(Compare, EmptyTensors) {
+TEST(ToolsCompare, EmptyTensors) {
   Comparison c = compare_tensors(f32({0, 3}, {}), f32({0, 3}, {}), Tolerance{});
   EXPECT_TRUE(c.ok());
   EXPECT_EQ(c.element_count, 0u);
 }
 
-TEST(Compare, UnravelIndex) {
+TEST(ToolsCompare, UnravelIndex) {
   EXPECT_EQ(unravel_index(0, {2, 3, 4}), (std::vector<int64_t>{0, 0, 0}));
   EXPECT_EQ(unravel_index(23, {2, 3, 4}), (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(unravel_index(13, {2, 3, 4}), (std::vector<int64_t>{1, 0, 1}));

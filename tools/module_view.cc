@@ -220,7 +220,10 @@ std::vector<ingot_section_entry_t> section_table(const ingot_module_t& module,
 
 ModuleFile::ModuleFile(std::string path) : path_(std::move(path)) {
   bytes_ = read_file(path_);
-  ingot_status_t status = ingot_module_load(bytes_.data(), bytes_.size(), &module_);
+  // An empty vector has no data pointer; the loader still gets a valid one.
+  static const uint64_t kEmpty = 0;
+  const void* data = bytes_.empty() ? static_cast<const void*>(&kEmpty) : bytes_.data();
+  ingot_status_t status = ingot_module_load(data, bytes_.size(), &module_);
   if (status != INGOT_OK) fail("{}", load_error(path_, status, module_.error_detail));
   if (!is_complete(module_)) fail_incomplete(path_);
 }

@@ -34,7 +34,7 @@ ingot_step_t step(uint32_t first, uint16_t count) {
   return s;
 }
 
-TEST(ModuleView, ParseNames) {
+TEST(ToolsModuleView, ParseNames) {
   std::vector<uint8_t> bytes = names_bytes({"f32_gemm", "f32_relu", "fc1", "", "relu"});
   ModuleNames names = parse_names(bytes.data(), bytes.size(), 2, 3);
   EXPECT_EQ(names.kernels, (std::vector<std::string>{"f32_gemm", "f32_relu"}));
@@ -43,7 +43,7 @@ TEST(ModuleView, ParseNames) {
   EXPECT_EQ(kernel_label(names, 2), "kernel#2");
 }
 
-TEST(ModuleView, StrippedOrCutNames) {
+TEST(ToolsModuleView, StrippedOrCutNames) {
   ModuleNames none = parse_names(nullptr, 0, 2, 1);
   EXPECT_EQ(none.kernels.size(), 2u);
   EXPECT_EQ(none.steps, (std::vector<std::string>{""}));
@@ -57,7 +57,7 @@ TEST(ModuleView, StrippedOrCutNames) {
   EXPECT_EQ(kernel_label(cut, 1), "kernel#1");
 }
 
-TEST(ModuleView, ArenaRegionsDedupeAndSort) {
+TEST(ToolsModuleView, ArenaRegionsDedupeAndSort) {
   std::vector<ingot_binding_t> bindings = {
       // step 0: input -> arena 0:256
       binding(INGOT_BASE_INPUT, 0, 0, 256), binding(INGOT_BASE_ARENA, 0, 0, 256),
@@ -89,7 +89,7 @@ TEST(ModuleView, ArenaRegionsDedupeAndSort) {
   EXPECT_TRUE(arena_regions(steps.data(), 0, bindings.data(), 0).empty());
 }
 
-TEST(ModuleView, Names) {
+TEST(ToolsModuleView, Names) {
   EXPECT_EQ(format_binding(binding(INGOT_BASE_INPUT, 1, 64, 256)), "input1+64:256");
   EXPECT_EQ(format_binding(binding(INGOT_BASE_ARENA, 0, 0, 1024)), "arena+0:1024");
   EXPECT_EQ(format_binding(binding(INGOT_BASE_CONSTANTS, 0, 4096, 16)), "const+4096:16");

@@ -8,13 +8,13 @@
 namespace ingot::tools {
 namespace {
 
-TEST(Stats, Empty) {
+TEST(ToolsStats, Empty) {
   LatencyStats s = summarize({});
   EXPECT_EQ(s.count, 0u);
   EXPECT_EQ(s.max, 0);
 }
 
-TEST(Stats, OneSample) {
+TEST(ToolsStats, OneSample) {
   LatencyStats s = summarize({3.5});
   EXPECT_EQ(s.count, 1u);
   EXPECT_EQ(s.min, 3.5);
@@ -26,7 +26,7 @@ TEST(Stats, OneSample) {
   EXPECT_EQ(s.stddev, 0);
 }
 
-TEST(Stats, OneToHundredShuffled) {
+TEST(ToolsStats, OneToHundredShuffled) {
   std::vector<double> samples;
   for (int i = 100; i >= 1; --i) samples.push_back(i);
   LatencyStats s = summarize(samples);
@@ -40,7 +40,7 @@ TEST(Stats, OneToHundredShuffled) {
   EXPECT_NEAR(s.stddev, 29.011491975882016, 1e-12);  // sample standard deviation
 }
 
-TEST(Stats, OddCountMedianAndSmallPercentiles) {
+TEST(ToolsStats, OddCountMedianAndSmallPercentiles) {
   LatencyStats s = summarize({5, 1, 3});
   EXPECT_EQ(s.median, 3);
   EXPECT_EQ(s.p90, 5);  // ceil(0.9 * 3) = 3rd smallest
@@ -48,7 +48,7 @@ TEST(Stats, OddCountMedianAndSmallPercentiles) {
   EXPECT_DOUBLE_EQ(s.stddev, 2);
 }
 
-TEST(Stats, NearestRank) {
+TEST(ToolsStats, NearestRank) {
   std::vector<double> sorted = {10, 20, 30, 40, 50, 60, 70, 80, 90, 100};
   EXPECT_EQ(nearest_rank(sorted, 90), 90);
   EXPECT_EQ(nearest_rank(sorted, 91), 100);

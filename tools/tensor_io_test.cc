@@ -63,7 +63,7 @@ std::string decode_error(const std::vector<uint8_t>& bytes) {
   return error_of([&] { decode_npy(bytes.data(), bytes.size(), "t.npy"); });
 }
 
-class TempDir : public ::testing::Test {
+class ToolsTensorIoFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
@@ -82,7 +82,7 @@ class TempDir : public ::testing::Test {
 
 // ---- types and shapes ------------------------------------------------------------
 
-TEST(TensorIo, DtypeNamesRoundTrip) {
+TEST(ToolsTensorIo, DtypeNamesRoundTrip) {
   for (ingot_dtype_t d : {INGOT_DTYPE_F32, INGOT_DTYPE_I64, INGOT_DTYPE_I32, INGOT_DTYPE_BOOL,
                           INGOT_DTYPE_U8, INGOT_DTYPE_I8}) {
     EXPECT_EQ(parse_dtype(dtype_name(d)), d);
@@ -95,13 +95,13 @@ TEST(TensorIo, DtypeNamesRoundTrip) {
   EXPECT_EQ(dtype_name(static_cast<ingot_dtype_t>(99)), "dtype#99");
 }
 
-TEST(TensorIo, FormatType) {
+TEST(ToolsTensorIo, FormatType) {
   EXPECT_EQ(format_type({1, 64}, INGOT_DTYPE_F32), "1x64xf32");
   EXPECT_EQ(format_type({}, INGOT_DTYPE_I64), "i64");
   EXPECT_EQ(format_type({0, 3}, INGOT_DTYPE_BOOL), "0x3xbool");
 }
 
-TEST(TensorIo, ParseDims) {
+TEST(ToolsTensorIo, ParseDims) {
   EXPECT_EQ(parse_dims("1x3x224x224"), (std::vector<int64_t>{1, 3, 224, 224}));
   EXPECT_EQ(parse_dims("7"), (std::vector<int64_t>{7}));
   EXPECT_EQ(parse_dims("0x5"), (std::vector<int64_t>{0, 5}));
@@ -117,7 +117,7 @@ TEST(TensorIo, ParseDims) {
             std::string::npos);
 }
 
-TEST(TensorIo, ParseType) {
+TEST(ToolsTensorIo, ParseType) {
   TypeSpec spec = parse_type("2x3xi32");
   EXPECT_EQ(spec.dims, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(spec.dtype, INGOT_DTYPE_I32);
@@ -131,7 +131,7 @@ TEST(TensorIo, ParseType) {
 
 // ---- inline tensors -----------------------------------------------------------------
 
-TEST(TensorIo, InlineTensor) {
+TEST(ToolsTensorIo, InlineTensor) {
   Tensor t = parse_inline_tensor("1x4xf32=1,2.5,-3e2,4");
   EXPECT_EQ(t.dtype, INGOT_DTYPE_F32);
   EXPECT_EQ(t.dims, (std::vector<int64_t>{1, 4}));
@@ -156,7 +156,7 @@ TEST(TensorIo, InlineTensor) {
   EXPECT_EQ(t.dtype, INGOT_DTYPE_BOOL);
 }
 
-TEST(TensorIo, InlineSpecialFloats) {
+TEST(ToolsTensorIo, InlineSpecialFloats) {
   Tensor t = parse_inline_tensor("4xf32=nan,inf,-inf,-0");
   std::vector<float> v = values_of<float>(t);
   EXPECT_TRUE(std::isnan(v[0]));
@@ -165,7 +165,7 @@ TEST(TensorIo, InlineSpecialFloats) {
   EXPECT_TRUE(std::signbit(v[3]));
 }
 
-TEST(TensorIo, InlineSplatAndEmpty) {
+TEST(ToolsTensorIo, InlineSplatAndEmpty) {
   Tensor t = parse_inline_tensor("2x3xf32=7");
   EXPECT_EQ(values_of<float>(t), std::vector<float>(6, 7.0f));
   t = parse_inline_tensor("0x3xi64=");
@@ -173,7 +173,7 @@ TEST(TensorIo, InlineSplatAndEmpty) {
   EXPECT_TRUE(t.bytes.empty());
 }
 
-TEST(TensorIo, InlineErrors) {
+TEST(ToolsTensorIo, InlineErrors) {
   EXPECT_NE(error_of([] { parse_inline_tensor("1x4xf32=1,2,3"); })
                 .find("1x4xf32 needs 4 values, got 3"),
             std::string::npos);
@@ -202,7 +202,7 @@ TEST(TensorIo, InlineErrors) {
             std::string::npos);
 }
 
-TEST(TensorIo, TensorArg) {
+TEST(ToolsTensorIo, TensorArg) {
   EXPECT_EQ(parse_tensor_arg("2xi32=4,5").element_count(), 2u);
   EXPECT_NE(error_of([] { parse_tensor_arg("@"); }).find("'@' must be followed"), std::string::npos);
   EXPECT_NE(error_of([] { parse_tensor_arg("@/nonexistent/x.npy"); })
@@ -212,7 +212,7 @@ TEST(TensorIo, TensorArg) {
 
 // ---- .npy ---------------------------------------------------------------------------
 
-TEST(TensorIo, NpyRoundTripEveryDtypeAndRank) {
+TEST(ToolsTensorIo, NpyRoundTripEveryDtypeAndRank) {
   std::vector<Tensor> tensors = {
       make_tensor<float>(INGOT_DTYPE_F32, {2, 3}, {1, -2, 3.5f, NAN, INFINITY, 0}),
       make_tensor<int64_t>(INGOT_DTYPE_I64, {3}, {INT64_MIN, 0, INT64_MAX}),
@@ -234,7 +234,7 @@ TEST(TensorIo, NpyRoundTripEveryDtypeAndRank) {
   }
 }
 
-TEST(TensorIo, NpyHeaderMatchesNumpy) {
+TEST(ToolsTensorIo, NpyHeaderMatchesNumpy) {
   // Byte for byte what numpy.save writes: the dict, space padding, '\n' at byte 127.
   auto header_of = [](const Tensor& t) {
     std::vector<uint8_t> bytes = encode_npy(t);
@@ -256,7 +256,7 @@ TEST(TensorIo, NpyHeaderMatchesNumpy) {
             padded("{'descr': '|b1', 'fortran_order': False, 'shape': (1,), }"));
 }
 
-TEST(TensorIo, NpyLongHeaderUsesVersion2) {
+TEST(ToolsTensorIo, NpyLongHeaderUsesVersion2) {
   // Only a header over 64 KiB needs format 2: 30000 dimensions of 1.
   Tensor t = make_tensor<uint8_t>(INGOT_DTYPE_U8, std::vector<int64_t>(30000, 1), {7});
   std::vector<uint8_t> bytes = encode_npy(t);
@@ -269,7 +269,7 @@ TEST(TensorIo, NpyLongHeaderUsesVersion2) {
 }
 
 #ifdef INGOT_SOURCE_DIR
-TEST(TensorIo, ReadsAndRewritesNumpyFileExactly) {
+TEST(ToolsTensorIo, ReadsAndRewritesNumpyFileExactly) {
   const std::string path = std::string(INGOT_SOURCE_DIR) + "/examples/digits/samples/sample_0.npy";
   if (!fs::exists(path)) GTEST_SKIP() << path << " not present";
   std::vector<uint8_t> original = read_file(path);
@@ -280,7 +280,7 @@ TEST(TensorIo, ReadsAndRewritesNumpyFileExactly) {
 }
 #endif
 
-TEST(TensorIo, NpyReadsVersion2AndDoubleQuotes) {
+TEST(ToolsTensorIo, NpyReadsVersion2AndDoubleQuotes) {
   std::vector<uint8_t> bytes =
       npy_bytes("{\"descr\": \"<i4\", \"fortran_order\": False, \"shape\": (2, 2)}\n", 16, 2);
   Tensor t = decode_npy(bytes.data(), bytes.size(), "t.npy");
@@ -292,7 +292,7 @@ TEST(TensorIo, NpyReadsVersion2AndDoubleQuotes) {
   EXPECT_EQ(t.dims, (std::vector<int64_t>{3}));
 }
 
-TEST(TensorIo, NpyMalformedHeaders) {
+TEST(ToolsTensorIo, NpyMalformedHeaders) {
   const std::string ok_tail = "'fortran_order': False, 'shape': (2,), }";
   std::vector<uint8_t> bytes = npy_bytes("{'descr': '<f4', " + ok_tail, 8);
   bytes[1] = 'X';
@@ -340,7 +340,7 @@ TEST(TensorIo, NpyMalformedHeaders) {
   }
 }
 
-TEST(TensorIo, NpyTruncatedAndTrailingData) {
+TEST(ToolsTensorIo, NpyTruncatedAndTrailingData) {
   const std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
   EXPECT_NE(decode_error(npy_bytes(header, 23)).find(
                 "truncated .npy data: shape 2x3xf32 needs 24 bytes, file has 23"),
@@ -354,7 +354,7 @@ TEST(TensorIo, NpyTruncatedAndTrailingData) {
   EXPECT_NE(decode_error(npy_bytes(huge, 8)), "");
 }
 
-TEST_F(TempDir, WriteAndReadNpyFile) {
+TEST_F(ToolsTensorIoFiles, WriteAndReadNpyFile) {
   Tensor t = make_tensor<int32_t>(INGOT_DTYPE_I32, {2, 2}, {1, 2, 3, 4});
   write_npy(t, path("a.npy"));
   EXPECT_EQ(file_count(), 1u) << "no temporary file left behind";
@@ -367,7 +367,7 @@ TEST_F(TempDir, WriteAndReadNpyFile) {
   EXPECT_EQ(file_count(), 1u);
 }
 
-TEST_F(TempDir, PendingFileLeavesNothingUntilCommitted) {
+TEST_F(ToolsTensorIoFiles, PendingFileLeavesNothingUntilCommitted) {
   {
     PendingFile file(path("b.npy"), {1, 2, 3});
     EXPECT_FALSE(fs::exists(path("b.npy")));
@@ -381,7 +381,7 @@ TEST_F(TempDir, PendingFileLeavesNothingUntilCommitted) {
   EXPECT_EQ(file_count(), 1u);
 }
 
-TEST_F(TempDir, WriteErrorsNameThePath) {
+TEST_F(ToolsTensorIoFiles, WriteErrorsNameThePath) {
   Tensor t = make_tensor<float>(INGOT_DTYPE_F32, {1}, {1});
   const std::string missing = path("no/such/dir/y.npy");
   EXPECT_NE(error_of([&] { write_npy(t, missing); }).find("cannot write '" + missing + "'"),
@@ -396,7 +396,7 @@ TEST_F(TempDir, WriteErrorsNameThePath) {
             std::string::npos);
 }
 
-TEST_F(TempDir, ReadNpyNamesTheFile) {
+TEST_F(ToolsTensorIoFiles, ReadNpyNamesTheFile) {
   std::vector<uint8_t> bytes = {'h', 'e', 'l', 'l', 'o', 0, 0, 0, 0, 0, 0};
   PendingFile(path("junk.npy"), bytes).commit();
   EXPECT_EQ(error_of([&] { read_npy(path("junk.npy")); }),
@@ -405,7 +405,7 @@ TEST_F(TempDir, ReadNpyNamesTheFile) {
 
 // ---- printing -------------------------------------------------------------------------
 
-TEST(TensorIo, FormatValues) {
+TEST(ToolsTensorIo, FormatValues) {
   Tensor small = make_tensor<float>(INGOT_DTYPE_F32, {3}, {1, 0.5f, -2e-7f});
   EXPECT_EQ(format_values(small), "  [1, 0.5, -2e-07]\n");
   Tensor ints = make_tensor<int64_t>(INGOT_DTYPE_I64, {2}, {INT64_MAX, -1});

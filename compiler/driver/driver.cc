@@ -65,7 +65,7 @@ void compile(const CompileOptions& options) {
   if (wants_dump(options, "plan")) fmt::print("// ----- plan -----\n{}", schedule::print_plan(plan));
 
   auto t2 = Clock::now();
-  codegen::CSource source = codegen::generate_c(plan);
+  codegen::CSource source = codegen::generate_c(plan, target);
   if (wants_dump(options, "codegen")) fmt::print("// ----- generated C -----\n{}", source.code);
   codegen::NativeOptions native_options;
   native_options.cc = options.cc;

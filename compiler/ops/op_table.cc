@@ -12,6 +12,8 @@ const std::map<std::string, OpDef>& table() {
     register_elementwise_ops(m);
     register_shape_ops(m);
     register_nn_ops(m);
+    register_conv_ops(m);
+    register_gemm_ops(m);
     return m;
   }();
   return t;

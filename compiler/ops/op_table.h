@@ -30,6 +30,10 @@ struct LoweringContext {
   bool epilogue_applied = false;
   std::set<std::string> headers{};  // kernel headers the body needs
   std::string kernel_name{};        // dtype_op_shape..., set by the lowering
+  // What the target's code may use (INGOT_FEATURE_* bits, ingot_arch_t), so a
+  // lowering can pick an ISA-specific microkernel.
+  uint32_t target_features = 0;
+  uint32_t target_arch = 0;
 };
 
 struct OpDef {
@@ -71,5 +75,7 @@ std::string c_float(double v);  // a C float literal that round-trips
 void register_elementwise_ops(std::map<std::string, OpDef>& table);
 void register_shape_ops(std::map<std::string, OpDef>& table);
 void register_nn_ops(std::map<std::string, OpDef>& table);
+void register_conv_ops(std::map<std::string, OpDef>& table);
+void register_gemm_ops(std::map<std::string, OpDef>& table);
 
 }  // namespace ingot::ops

@@ -16,10 +16,12 @@ struct Body {
   std::string name;
 };
 
-Body emit_dispatch(const schedule::PlanStep& step, std::set<std::string>& headers) {
+Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target, std::set<std::string>& headers) {
   const Node& node = *step.node;
   const ops::OpDef* def = ops::find_op(node.op_type);
   ops::LoweringContext ctx{.node = node};
+  ctx.target_features = target.features;
+  ctx.target_arch = target.arch;
   std::string prologue;
   size_t b = 0;
   auto bind = [&](const Value* v, const std::string& name, bool writable) {
@@ -74,7 +76,7 @@ Body emit_dispatch(const schedule::PlanStep& step, std::set<std::string>& header
 
 }  // namespace
 
-CSource generate_c(const schedule::Plan& plan) {
+CSource generate_c(const schedule::Plan& plan, const target::Target& target) {
   CSource src;
   src.headers.insert("ingot_kernel_common.h");
   std::map<std::string, int> by_body;  // identical bodies share one kernel
@@ -84,7 +86,7 @@ CSource generate_c(const schedule::Plan& plan) {
       src.step_kernel.push_back(-1);
       continue;
     }
-    Body body = emit_dispatch(step, src.headers);
+    Body body = emit_dispatch(step, target, src.headers);
     auto [it, fresh] = by_body.try_emplace(body.text, static_cast<int>(src.kernel_symbols.size()));
     if (fresh) {
       std::string symbol = fmt::format("ingot_kernel_{}", src.kernel_symbols.size());

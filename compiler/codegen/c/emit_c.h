@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler/schedule/plan.h"
+#include "compiler/target/target.h"
 
 namespace ingot::codegen {
 
@@ -18,6 +19,6 @@ struct CSource {
   std::vector<int> step_kernel;            // per plan step: kernel index, -1 for COPY
 };
 
-CSource generate_c(const schedule::Plan& plan);
+CSource generate_c(const schedule::Plan& plan, const target::Target& target);
 
 }  // namespace ingot::codegen

@@ -1,0 +1,138 @@
+// Conv: direct convolution for KxK windows, a GEMM for 1x1 (pointwise).
+#include <cmath>
+#include <cstring>
+
+#include "compiler/ops/op_table.h"
+#include "compiler/ops/window.h"
+
+namespace ingot::ops {
+
+namespace {
+
+// ---- Conv ----
+struct ConvGeometry {
+  Window win;
+  int64_t OC = 0, G = 1, ICG = 0, OCG = 0;
+};
+
+ConvGeometry conv_geometry(const Node& node) {
+  const Shape& x = node.inputs[0]->shape;
+  const Shape& w = node.inputs[1]->shape;
+  if (w.size() != x.size()) fail("{}: weight rank {} differs from input rank {}", node.describe(), w.size(), x.size());
+  ConvGeometry c;
+  c.G = node.attr_int("group", 1);
+  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  auto ks = node.attr_ints("kernel_shape");
+  if (!ks.empty() && ks != kernel) fail("{}: kernel_shape {} disagrees with weights {}", node.describe(), shape_str(ks), shape_str(w));
+  c.win = window_geometry(node, x, kernel, false);
+  c.OC = w[0];
+  if (c.G <= 0 || x[1] % c.G || c.OC % c.G) fail("{}: group {} does not divide channels", node.describe(), c.G);
+  c.ICG = x[1] / c.G;
+  c.OCG = c.OC / c.G;
+  if (w[1] != c.ICG) fail("{}: weights have {} input channels per group, input gives {}", node.describe(), w[1], c.ICG);
+  if (node.input(2) && node.inputs[2]->numel() != c.OC) fail("{}: bias has {} elements, expected {}", node.describe(), node.inputs[2]->numel(), c.OC);
+  return c;
+}
+
+void infer_conv(Node& node) {
+  require_f32(node, 0);
+  require_f32(node, 1);
+  ConvGeometry c = conv_geometry(node);
+  set_output(node, 0, DType::F32, window_output_shape(c.win, c.OC));
+}
+
+void reference_conv(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  ConvGeometry c = conv_geometry(node);
+  const Window& g = c.win;
+  const float* x = in[0]->data<float>();
+  const float* w = in[1]->data<float>();
+  const float* b = in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr;
+  float* y = out[0].data<float>();
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t oc = 0; oc < c.OC; ++oc) {
+      int64_t grp = oc / c.OCG;
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          double acc = b ? b[oc] : 0.0;
+          for (int64_t ic = 0; ic < c.ICG; ++ic)
+            for (int64_t kh = 0; kh < g.KH; ++kh)
+              for (int64_t kw = 0; kw < g.KW; ++kw) {
+                int64_t ih = oh * g.SH - g.PH + kh * g.DH, iw = ow * g.SW - g.PW + kw * g.DW;
+                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                acc += static_cast<double>(x[((n * g.C + grp * c.ICG + ic) * g.H + ih) * g.W + iw]) *
+                       w[((oc * c.ICG + ic) * g.KH + kh) * g.KW + kw];
+              }
+          y[((n * c.OC + oc) * g.OH + oh) * g.OW + ow] = static_cast<float>(acc);
+        }
+    }
+}
+
+std::string lower_conv(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  ConvGeometry c = conv_geometry(node);
+  const Window& g = c.win;
+  std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
+  ctx.epilogue_applied = true;
+  bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
+                   g.PW_END == 0 && c.G == 1;
+  int64_t HW = g.OH * g.OW;
+  if (pointwise) {
+    // 1x1 convolution is a GEMM: Y[OC, HW] = W[OC, C] * X[C, HW].
+    ctx.headers.insert("f32_gemm.h");
+    ctx.kernel_name = fmt::format("f32_conv1x1_gemm_{}x{}x{}", c.OC, g.C, HW);
+    return fmt::format(
+        "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+        "    float* yn = {y} + n * {OC} * {HW};\n"
+        "    const float* xn = {x} + n * {C} * {HW};\n"
+        "    int64_t oc = 0;\n"
+        "    for (; oc + 4 <= {OC}; oc += 4) f32_gemm_rows4_portable(yn, {w}, {C}, 1, xn, {C}, {HW}, oc);\n"
+        "    for (; oc < {OC}; ++oc) f32_gemm_row_portable(yn + oc * {HW}, {w} + oc * {C}, 1, xn, {HW}, 1, {C}, {HW});\n"
+        "    for (oc = 0; oc < {OC}; ++oc) {{\n"
+        "      float* row = yn + oc * {HW};\n"
+        "      for (int64_t j = 0; j < {HW}; ++j) {{\n"
+        "        float v = row[j]{bias};\n"
+        "{ep}"
+        "        row[j] = v;\n"
+        "      }}\n"
+        "    }}\n"
+        "  }}\n",
+        fmt::arg("N", g.N), fmt::arg("y", ctx.out[0]), fmt::arg("OC", c.OC), fmt::arg("HW", HW), fmt::arg("x", ctx.in[0]),
+        fmt::arg("C", g.C), fmt::arg("w", ctx.in[1]), fmt::arg("bias", bias),
+        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + j", c.OC, HW))));
+  }
+  ctx.headers.insert("f32_conv2d.h");
+  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}_g{}_direct_{}", g.KH, g.KW, g.SW, c.G,
+                                shape_str(node.outputs[0]->shape));
+  return fmt::format(
+      "  for (int64_t n = 0; n < {N}; ++n)\n"
+      "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
+      "      const float* xg = {x} + (n * {C} + (oc / {OCG}) * {ICG}) * {HWin};\n"
+      "      const float* wo = {w} + oc * {wsize};\n"
+      "      for (int64_t oh = 0; oh < {OH}; ++oh) {{\n"
+      "        float* row = {y} + ((n * {OC} + oc) * {OH} + oh) * {OW};\n"
+      "        f32_conv2d_row_portable(row, xg, wo, oh, {ICG}, {H}, {W}, {OW}, {KH}, {KW}, {SH}, {SW}, {PH}, {PW}, {DH}, {DW});\n"
+      "        for (int64_t ow = 0; ow < {OW}; ++ow) {{\n"
+      "          float v = row[ow]{bias};\n"
+      "{ep}"
+      "          row[ow] = v;\n"
+      "        }}\n"
+      "      }}\n"
+      "    }}\n",
+      fmt::arg("N", g.N), fmt::arg("OC", c.OC), fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C), fmt::arg("OCG", c.OCG),
+      fmt::arg("ICG", c.ICG), fmt::arg("HWin", g.H * g.W), fmt::arg("w", ctx.in[1]),
+      fmt::arg("wsize", c.ICG * g.KH * g.KW), fmt::arg("OH", g.OH), fmt::arg("y", ctx.out[0]), fmt::arg("OW", g.OW),
+      fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("KH", g.KH), fmt::arg("KW", g.KW), fmt::arg("SH", g.SH),
+      fmt::arg("SW", g.SW), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("DH", g.DH), fmt::arg("DW", g.DW),
+      fmt::arg("bias", bias), fmt::arg("ep", epilogue(fmt::format("((n * {} + oc) * {} + oh) * {} + ow", c.OC, g.OH, g.OW))));
+}
+
+void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }
+
+}  // namespace
+
+void register_conv_ops(std::map<std::string, OpDef>& t) {
+  add(t, {.type = "Conv", .infer = infer_conv, .reference = reference_conv, .lower = lower_conv});
+}
+
+}  // namespace ingot::ops

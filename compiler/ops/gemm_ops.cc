@@ -1,0 +1,202 @@
+// Gemm and MatMul: matrix products over the f32 GEMM microkernels.
+#include <cmath>
+#include <cstring>
+
+#include "compiler/ops/op_table.h"
+#include "compiler/ops/window.h"
+
+namespace ingot::ops {
+
+namespace {
+
+// ---- Gemm ----
+struct GemmGeometry {
+  int64_t M, K, N;
+  bool trans_a, trans_b;
+  float alpha, beta;
+};
+
+GemmGeometry gemm_geometry(const Node& node) {
+  const Shape& a = node.inputs[0]->shape;
+  const Shape& b = node.inputs[1]->shape;
+  if (a.size() != 2 || b.size() != 2) fail("{}: A and B must be 2-D, got {} and {}", node.describe(), shape_str(a), shape_str(b));
+  GemmGeometry g;
+  g.trans_a = node.attr_int("transA", 0) != 0;
+  g.trans_b = node.attr_int("transB", 0) != 0;
+  g.alpha = node.attr_float("alpha", 1.0f);
+  g.beta = node.attr_float("beta", 1.0f);
+  g.M = g.trans_a ? a[1] : a[0];
+  g.K = g.trans_a ? a[0] : a[1];
+  int64_t kb = g.trans_b ? b[1] : b[0];
+  g.N = g.trans_b ? b[0] : b[1];
+  if (kb != g.K) fail("{}: inner dimensions differ ({} and {})", node.describe(), g.K, kb);
+  if (node.input(2)) broadcast_shapes({g.M, g.N}, node.inputs[2]->shape, node);
+  return g;
+}
+
+void infer_gemm(Node& node) {
+  require_f32(node, 0);
+  require_f32(node, 1);
+  GemmGeometry g = gemm_geometry(node);
+  set_output(node, 0, DType::F32, {g.M, g.N});
+}
+
+void reference_gemm(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  GemmGeometry g = gemm_geometry(node);
+  const float* a = in[0]->data<float>();
+  const float* b = in[1]->data<float>();
+  const Tensor* c = in.size() > 2 ? in[2] : nullptr;
+  float* y = out[0].data<float>();
+  for (int64_t m = 0; m < g.M; ++m)
+    for (int64_t n = 0; n < g.N; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < g.K; ++k)
+        acc += static_cast<double>(g.trans_a ? a[k * g.M + m] : a[m * g.K + k]) * (g.trans_b ? b[n * g.K + k] : b[k * g.N + n]);
+      double v = g.alpha * acc;
+      if (c) {
+        // Broadcast C ([N], [1,N], [M,1], [M,N] or scalar) to [M,N].
+        int64_t cr = c->shape.size() == 2 ? c->shape[0] : 1;
+        int64_t cc = c->shape.empty() ? 1 : c->shape.back();
+        v += g.beta * c->as_double((cr == 1 ? 0 : m) * cc + (cc == 1 ? 0 : n));
+      }
+      y[m * g.N + n] = static_cast<float>(v);
+    }
+}
+
+std::string lower_gemm(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  GemmGeometry g = gemm_geometry(node);
+  ctx.headers.insert("f32_gemm.h");
+  ctx.epilogue_applied = true;
+  ctx.kernel_name = fmt::format("f32_gemm_{}x{}x{}{}{}", g.M, g.K, g.N, g.trans_a ? "_ta" : "", g.trans_b ? "_tb" : "");
+  std::string scale = g.alpha == 1.0f ? "row[n]" : fmt::format("{} * row[n]", c_float(g.alpha));
+  std::string bias;
+  if (node.input(2)) {
+    std::string idx = broadcast_index_expr({g.M, g.N}, node.inputs[2]->shape, "m * " + std::to_string(g.N) + " + n");
+    bias = g.beta == 1.0f ? fmt::format(" + {}[{}]", ctx.in[2], idx)
+                          : fmt::format(" + {} * {}[{}]", c_float(g.beta), ctx.in[2], idx);
+  }
+  int64_t a_sm = g.trans_a ? 1 : g.K, a_sk = g.trans_a ? g.M : 1;
+  int64_t b_sk = g.trans_b ? 1 : g.N, b_sn = g.trans_b ? g.K : 1;
+  std::string rows4 = g.trans_b ? "" : fmt::format(
+      "  for (; m + 4 <= {M}; m += 4) f32_gemm_rows4_portable({y}, {a}, {asm_}, {ask}, {b}, {K}, {N}, m);\n",
+      fmt::arg("M", g.M), fmt::arg("y", ctx.out[0]), fmt::arg("a", ctx.in[0]), fmt::arg("asm_", a_sm),
+      fmt::arg("ask", a_sk), fmt::arg("b", ctx.in[1]), fmt::arg("K", g.K), fmt::arg("N", g.N));
+  return fmt::format(
+      "  int64_t m = 0;\n"
+      "{rows4}"
+      "  for (; m < {M}; ++m) f32_gemm_row_portable({y} + m * {N}, {a} + m * {asm_}, {ask}, {b}, {bsk}, {bsn}, {K}, {N});\n"
+      "  for (m = 0; m < {M}; ++m) {{\n"
+      "    float* row = {y} + m * {N};\n"
+      "    for (int64_t n = 0; n < {N}; ++n) {{\n"
+      "      float v = {scale}{bias};\n"
+      "{ep}"
+      "      row[n] = v;\n"
+      "    }}\n"
+      "  }}\n",
+      fmt::arg("rows4", rows4), fmt::arg("M", g.M), fmt::arg("y", ctx.out[0]), fmt::arg("N", g.N),
+      fmt::arg("a", ctx.in[0]), fmt::arg("asm_", a_sm), fmt::arg("ask", a_sk), fmt::arg("b", ctx.in[1]),
+      fmt::arg("bsk", b_sk), fmt::arg("bsn", b_sn), fmt::arg("K", g.K), fmt::arg("scale", scale),
+      fmt::arg("bias", bias), fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", fmt::format("m * {} + n", g.N)) : ""));
+}
+
+// ---- MatMul (numpy semantics: batched, broadcast, 1-D promotion) ----
+struct MatMulGeometry {
+  Shape batch, batch_a, batch_b;
+  int64_t M, K, N;
+  Shape out;
+};
+
+MatMulGeometry matmul_geometry(const Node& node) {
+  Shape a = node.inputs[0]->shape, b = node.inputs[1]->shape;
+  if (a.empty() || b.empty()) fail("{}: scalar operands are not allowed", node.describe());
+  bool a1 = a.size() == 1, b1 = b.size() == 1;
+  if (a1) a.insert(a.begin(), 1);
+  if (b1) b.push_back(1);
+  MatMulGeometry g;
+  g.M = a[a.size() - 2];
+  g.K = a.back();
+  g.N = b.back();
+  if (b[b.size() - 2] != g.K) fail("{}: inner dimensions differ ({} vs {})", node.describe(), shape_str(node.inputs[0]->shape), shape_str(node.inputs[1]->shape));
+  g.batch_a.assign(a.begin(), a.end() - 2);
+  g.batch_b.assign(b.begin(), b.end() - 2);
+  g.batch = broadcast_shapes(g.batch_a, g.batch_b, node);
+  g.out = g.batch;
+  if (!a1) g.out.push_back(g.M);
+  if (!b1) g.out.push_back(g.N);
+  return g;
+}
+
+void infer_matmul(Node& node) {
+  require_f32(node, 0);
+  require_f32(node, 1);
+  set_output(node, 0, DType::F32, matmul_geometry(node).out);
+}
+
+int64_t broadcast_offset(const Shape& out, const Shape& in, int64_t flat) {
+  auto os = strides_of(out);
+  auto is = strides_of(in);
+  int64_t idx = 0, rank = out.size(), irank = in.size();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t id = d - (rank - irank);
+    if (id >= 0 && in[id] != 1) idx += ((flat / os[d]) % out[d]) * is[id];
+  }
+  return idx;
+}
+
+void reference_matmul(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  MatMulGeometry g = matmul_geometry(node);
+  const float* a = in[0]->data<float>();
+  const float* b = in[1]->data<float>();
+  float* y = out[0].data<float>();
+  int64_t batches = num_elements(g.batch);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    const float* ab = a + broadcast_offset(g.batch, g.batch_a, bi) * g.M * g.K;
+    const float* bb = b + broadcast_offset(g.batch, g.batch_b, bi) * g.K * g.N;
+    for (int64_t m = 0; m < g.M; ++m)
+      for (int64_t n = 0; n < g.N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < g.K; ++k) acc += static_cast<double>(ab[m * g.K + k]) * bb[k * g.N + n];
+        y[(bi * g.M + m) * g.N + n] = static_cast<float>(acc);
+      }
+  }
+}
+
+std::string lower_matmul(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  MatMulGeometry g = matmul_geometry(node);
+  ctx.headers.insert("f32_gemm.h");
+  ctx.epilogue_applied = true;
+  ctx.kernel_name = fmt::format("f32_matmul_{}x{}x{}x{}", num_elements(g.batch), g.M, g.K, g.N);
+  return fmt::format(
+      "  for (int64_t bi = 0; bi < {B}; ++bi) {{\n"
+      "    const float* ab = {a} + {aoff} * {MK};\n"
+      "    const float* bb = {b} + {boff} * {KN};\n"
+      "    float* yb = {y} + bi * {MN};\n"
+      "    int64_t m = 0;\n"
+      "    for (; m + 4 <= {M}; m += 4) f32_gemm_rows4_portable(yb, ab, {K}, 1, bb, {K}, {N}, m);\n"
+      "    for (; m < {M}; ++m) f32_gemm_row_portable(yb + m * {N}, ab + m * {K}, 1, bb, {N}, 1, {K}, {N});\n"
+      "{ep_loop}"
+      "  }}\n",
+      fmt::arg("B", num_elements(g.batch)), fmt::arg("a", ctx.in[0]),
+      fmt::arg("aoff", broadcast_index_expr(g.batch, g.batch_a, "bi")), fmt::arg("MK", g.M * g.K),
+      fmt::arg("b", ctx.in[1]), fmt::arg("boff", broadcast_index_expr(g.batch, g.batch_b, "bi")),
+      fmt::arg("KN", g.K * g.N), fmt::arg("y", ctx.out[0]), fmt::arg("MN", g.M * g.N), fmt::arg("M", g.M),
+      fmt::arg("K", g.K), fmt::arg("N", g.N),
+      fmt::arg("ep_loop", ctx.epilogue ? fmt::format("    for (int64_t j = 0; j < {}; ++j) {{\n"
+                                                     "      float v = yb[j];\n{}"
+                                                     "      yb[j] = v;\n    }}\n",
+                                                     g.M * g.N, ctx.epilogue("v", fmt::format("bi * {} + j", g.M * g.N)))
+                                     : ""));
+}
+
+void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }
+
+}  // namespace
+
+void register_gemm_ops(std::map<std::string, OpDef>& t) {
+  add(t, {.type = "Gemm", .infer = infer_gemm, .reference = reference_gemm, .lower = lower_gemm});
+  add(t, {.type = "MatMul", .infer = infer_matmul, .reference = reference_matmul, .lower = lower_matmul});
+}
+
+}  // namespace ingot::ops
