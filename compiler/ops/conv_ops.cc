@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "compiler/ops/op_table.h"
+#include "compiler/ops/gemm_lowering.h"
 #include "compiler/ops/window.h"
 
 namespace ingot::ops {
@@ -77,29 +78,58 @@ std::string lower_conv(LoweringContext& ctx) {
   bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
                    g.PW_END == 0 && c.G == 1;
   int64_t HW = g.OH * g.OW;
-  if (pointwise) {
-    // 1x1 convolution is a GEMM: Y[OC, HW] = W[OC, C] * X[C, HW].
-    ctx.headers.insert("f32_gemm.h");
-    ctx.kernel_name = fmt::format("f32_conv1x1_gemm_{}x{}x{}", c.OC, g.C, HW);
+  if (c.G == 1) {
+    // Convolution as GEMM per image: Y[OC, OH*OW] = W[OC, C*KH*KW] * B, where B is the
+    // input itself for a pointwise convolution and an im2col panel per column tile
+    // otherwise. The epilogue (bias, fused ops) runs on each tile while it is in cache.
+    GemmTile tile = gemm_tile_for(ctx.target_features);
+    ctx.headers.insert("f32_gemm_tile.h");
+    int64_t K = g.C * g.KH * g.KW;
+    GemmLoops loops;
+    loops.c = "yn";
+    loops.ldc = HW;
+    loops.a = ctx.in[1];
+    loops.lda = K;
+    loops.b = "xn";
+    loops.ldb = HW;
+    loops.M = c.OC;
+    loops.N = HW;
+    loops.K = K;
+    if (!pointwise) {
+      loops.packed_b = ctx.scratch;
+      loops.pack_b = [&, K](const std::string& n0, int64_t nr) {
+        (void)K;
+        return fmt::format("    f32_im2col_panel({}, {}, xn, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", ctx.scratch,
+                           tile.nr, g.C, g.H, g.W, g.OW, g.KH, g.KW, g.SH, g.SW, g.PH, g.PW, g.DH, g.DW, n0, nr);
+      };
+    }
+    loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+      std::string ep = epilogue(fmt::format("(n * {} + oc) * {} + {} + j", c.OC, HW, n0));
+      if (bias.empty() && ep.empty()) return std::string();
+      return fmt::format(
+          "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
+          "        const int64_t oc = {m0} + r;\n"
+          "        float* row = yn + oc * {HW} + {n0};\n"
+          "        for (int64_t j = 0; j < {nr}; ++j) {{\n"
+          "          float v = row[j]{bias};\n"
+          "{ep}"
+          "          row[j] = v;\n"
+          "        }}\n"
+          "      }}\n",
+          fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("HW", HW), fmt::arg("n0", n0), fmt::arg("nr", nr),
+          fmt::arg("bias", bias), fmt::arg("ep", ep));
+    };
+    ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}_{}_{}_{}", g.KH, g.KW, g.SW, pointwise ? "gemm" : "im2col_gemm",
+                                  tile.kernel.substr(tile.kernel.rfind('_') + 1), shape_str(node.outputs[0]->shape));
     return fmt::format(
         "  for (int64_t n = 0; n < {N}; ++n) {{\n"
-        "    float* yn = {y} + n * {OC} * {HW};\n"
-        "    const float* xn = {x} + n * {C} * {HW};\n"
-        "    int64_t oc = 0;\n"
-        "    for (; oc + 4 <= {OC}; oc += 4) f32_gemm_rows4_portable(yn, {w}, {C}, 1, xn, {C}, {HW}, oc);\n"
-        "    for (; oc < {OC}; ++oc) f32_gemm_row_portable(yn + oc * {HW}, {w} + oc * {C}, 1, xn, {HW}, 1, {C}, {HW});\n"
-        "    for (oc = 0; oc < {OC}; ++oc) {{\n"
-        "      float* row = yn + oc * {HW};\n"
-        "      for (int64_t j = 0; j < {HW}; ++j) {{\n"
-        "        float v = row[j]{bias};\n"
-        "{ep}"
-        "        row[j] = v;\n"
-        "      }}\n"
-        "    }}\n"
+        "    const float* xn = {x} + n * {CHW};\n"
+        "    float* yn = {y} + n * {OCHW};\n"
+        "    (void)xn;\n"
+        "{loops}"
         "  }}\n",
-        fmt::arg("N", g.N), fmt::arg("y", ctx.out[0]), fmt::arg("OC", c.OC), fmt::arg("HW", HW), fmt::arg("x", ctx.in[0]),
-        fmt::arg("C", g.C), fmt::arg("w", ctx.in[1]), fmt::arg("bias", bias),
-        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + j", c.OC, HW))));
+        fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
+        fmt::arg("OCHW", c.OC * HW), fmt::arg("loops", emit_gemm_loops(loops, tile)));
   }
   ctx.headers.insert("f32_conv2d.h");
   ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}_g{}_direct_{}", g.KH, g.KW, g.SW, c.G,
@@ -127,12 +157,23 @@ std::string lower_conv(LoweringContext& ctx) {
       fmt::arg("bias", bias), fmt::arg("ep", epilogue(fmt::format("((n * {} + oc) * {} + oh) * {} + ow", c.OC, g.OH, g.OW))));
 }
 
+// An im2col panel of K rows by the widest tile's columns, for grouped-free
+// convolutions that are not pointwise.
+uint64_t conv_scratch_bytes(const Node& node) {
+  ConvGeometry c = conv_geometry(node);
+  const Window& g = c.win;
+  bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
+                   g.PW_END == 0;
+  if (c.G != 1 || pointwise) return 0;
+  return static_cast<uint64_t>(g.C * g.KH * g.KW) * 48 * sizeof(float);
+}
+
 void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }
 
 }  // namespace
 
 void register_conv_ops(std::map<std::string, OpDef>& t) {
-  add(t, {.type = "Conv", .infer = infer_conv, .reference = reference_conv, .lower = lower_conv});
+  add(t, {.type = "Conv", .infer = infer_conv, .reference = reference_conv, .lower = lower_conv, .scratch_bytes = conv_scratch_bytes});
 }
 
 }  // namespace ingot::ops

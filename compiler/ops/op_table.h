@@ -34,6 +34,7 @@ struct LoweringContext {
   // lowering can pick an ISA-specific microkernel.
   uint32_t target_features = 0;
   uint32_t target_arch = 0;
+  std::string scratch{};  // float* to the step's scratch bytes, when scratch_bytes asked
 };
 
 struct OpDef {
@@ -52,6 +53,9 @@ struct OpDef {
   bool is_alias = false;
   // Folds from the input's shape alone (Shape, Size).
   bool folds_from_shape = false;
+  // Bytes of arena scratch the lowering needs while it runs (im2col panels); the
+  // planner gives it a lifetime of one step. Null: none.
+  uint64_t (*scratch_bytes)(const Node& node) = nullptr;
 };
 
 // Looks up an op; nullptr when ingot does not implement it.

@@ -58,6 +58,18 @@ Plan build_plan(const Graph& graph) {
     for (const Value* out : node.outputs) step.bindings.push_back(out);
     for (const EpilogueOp& e : node.epilogue)
       if (e.operand) step.bindings.push_back(e.operand);
+    if (def->scratch_bytes) {
+      if (uint64_t bytes = def->scratch_bytes(node)) {
+        auto scratch = std::make_unique<Value>();
+        scratch->name = node.name + ".scratch";
+        scratch->dtype = DType::U8;
+        scratch->shape = {static_cast<int64_t>(bytes)};
+        scratch->shape_known = true;
+        step.scratch = scratch.get();
+        step.bindings.push_back(scratch.get());
+        plan.scratch_values.push_back(std::move(scratch));
+      }
+    }
     if (step.bindings.size() > INGOT_MAX_BINDINGS_PER_STEP)
       fail("{}: needs {} buffers, more than the {} a step can bind", node.describe(), step.bindings.size(),
            INGOT_MAX_BINDINGS_PER_STEP);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct PlanStep {
   uint64_t copy_bytes = 0;
   uint32_t copy_output = 0;  // COPY: the destination is this graph output's buffer
   std::string label;
+  const Value* scratch = nullptr;  // DISPATCH: step-local arena scratch (last binding)
 };
 
 struct ArenaValue {
@@ -45,6 +47,8 @@ struct Plan {
   uint64_t arena_lower_bound_bytes = 0;
   std::vector<uint8_t> constants;           // packed, each tensor 64-byte aligned
   size_t alias_count = 0;
+  // Synthetic values standing for per-step scratch buffers.
+  std::vector<std::unique_ptr<Value>> scratch_values;
 };
 
 // Orders dispatches, resolves aliases (Reshape and friends cost nothing), routes graph

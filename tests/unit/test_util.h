@@ -31,6 +31,7 @@
 #include "compiler/passes/passes.h"
 #include "compiler/schedule/plan.h"
 #include "compiler/target/target.h"
+#include "ingot/hosted.h"
 #include "ingot/runtime.h"
 
 namespace ingot::testing {
@@ -168,15 +169,21 @@ inline emit::ModuleContents pack_module(const Graph& graph, const schedule::Plan
   return m;
 }
 
-// Plan → C → native code → module bytes for the host.
-inline Compiled compile_graph(const Graph& graph) {
+// Plan → C → native code → module bytes for |target_name| ("host" by default).
+inline Compiled compile_graph(const Graph& graph, const std::string& target_name = "host") {
   Compiled c;
   c.plan = schedule::build_plan(graph);
-  c.source = codegen::generate_c(c.plan);
-  target::Target target = target::resolve("host");
+  target::Target target = target::resolve(target_name);
+  c.source = codegen::generate_c(c.plan, target);
   codegen::NativeCode native = codegen::compile_native(c.source, target, codegen::NativeOptions{});
   c.module_bytes = emit::serialize_module(pack_module(graph, c.plan, c.source, std::move(native), target));
   return c;
+}
+
+// True when this CPU has every ISA feature |target_name|'s code needs.
+inline bool host_can_run(const std::string& target_name) {
+  uint32_t need = target::resolve(target_name).features;
+  return (ingot_hosted_cpu_features() & need) == need;
 }
 
 // Memory aligned to |alignment| (a power of two), freed on destruction.
@@ -258,8 +265,8 @@ class LoadedModule {
 
 // Compiles |graph| for the host and runs it on |inputs|; returns one tensor per graph output.
 inline std::vector<Tensor> compile_and_run(const Graph& graph, const std::vector<Tensor>& inputs,
-                                           Compiled* compiled_out = nullptr) {
-  Compiled c = compile_graph(graph);
+                                           Compiled* compiled_out = nullptr, const std::string& target_name = "host") {
+  Compiled c = compile_graph(graph, target_name);
   LoadedModule m(c.module_bytes);
   std::vector<std::pair<DType, Shape>> outs;
   for (const Value* v : graph.outputs) outs.emplace_back(v->dtype, v->shape);

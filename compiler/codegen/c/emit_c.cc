@@ -46,6 +46,10 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
     operands.push_back(node.epilogue[k].operand ? fmt::format("ep{}", k) : "");
     if (node.epilogue[k].operand) bind(node.epilogue[k].operand, operands.back(), false);
   }
+  if (step.scratch) {
+    prologue += fmt::format("  float* INGOT_RESTRICT scratch = (float*)b[{}];\n  (void)scratch;\n", b++);
+    ctx.scratch = "scratch";
+  }
   if (!node.epilogue.empty()) {
     const Shape& out_shape = node.outputs[0]->shape;
     ctx.has_epilogue = true;

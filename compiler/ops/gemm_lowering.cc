@@ -1,0 +1,47 @@
+#include "compiler/ops/gemm_lowering.h"
+
+#include "ingot/abi.h"
+
+namespace ingot::ops {
+
+GemmTile gemm_tile_for(uint32_t features) {
+  if (features & INGOT_FEATURE_AVX512F) return {"f32_gemm_tile_8x48_avx512", 8, 48};
+  if ((features & INGOT_FEATURE_AVX2) && (features & INGOT_FEATURE_FMA)) return {"f32_gemm_tile_4x24_avx2", 4, 24};
+  return {"f32_gemm_tile_4x16_portable", 4, 16};
+}
+
+std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
+  // Full tiles run in loops with literal sizes; the edge row panel and edge column
+  // tile get their own literal sizes, so every tile call is fully specialized.
+  auto tile_call = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    std::string b = g.pack_b ? g.packed_b : fmt::format("{} + {}", g.b, n0);
+    int64_t ldb = g.pack_b ? t.nr : g.ldb;
+    std::string s = fmt::format("      {}({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {});\n", t.kernel, g.c,
+                                m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr);
+    if (g.after_tile) s += g.after_tile(m0, mr, n0, nr);
+    return s;
+  };
+  auto column_tile = [&](const std::string& n0, int64_t nr) {
+    std::string s;
+    if (g.pack_b) s += g.pack_b(n0, nr);
+    int64_t full = g.M / t.mr * t.mr, rem = g.M - full;
+    if (full > 0) {
+      s += fmt::format("    for (int64_t m0 = 0; m0 < {}; m0 += {}) {{\n", full, t.mr);
+      s += tile_call("m0", t.mr, n0, nr);
+      s += "    }\n";
+    }
+    if (rem > 0) s += "    {\n" + tile_call(std::to_string(full), rem, n0, nr) + "    }\n";
+    return s;
+  };
+  std::string s;
+  int64_t full_n = g.N / t.nr * t.nr, rem_n = g.N - full_n;
+  if (full_n > 0) {
+    s += fmt::format("  for (int64_t n0 = 0; n0 < {}; n0 += {}) {{\n", full_n, t.nr);
+    s += column_tile("n0", t.nr);
+    s += "  }\n";
+  }
+  if (rem_n > 0) s += "  {\n" + column_tile(std::to_string(full_n), rem_n) + "  }\n";
+  return s;
+}
+
+}  // namespace ingot::ops

@@ -1,0 +1,38 @@
+// Emits the tiled GEMM loop nest shared by Conv, Gemm and MatMul lowerings:
+// C[M,N] = A[M,K] * B[K,N] over register tiles chosen for the target ISA, with
+// N tiles outer (a B panel is reused by every row panel while it is in cache) and
+// an optional per-tile B packer (im2col for convolutions).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "compiler/ops/op_table.h"
+
+namespace ingot::ops {
+
+struct GemmTile {
+  std::string kernel;  // f32_gemm_tile_8x48_avx512, ...
+  int64_t mr, nr;
+};
+
+// The widest register tile the target's ISA supports.
+GemmTile gemm_tile_for(uint32_t target_features);
+
+struct GemmLoops {
+  std::string c, a, b;            // C expressions (pointers) for this GEMM
+  int64_t ldc = 0, lda = 0, aks = 1, ldb = 0;
+  int64_t M = 0, N = 0, K = 0;
+  // When set, called with (n0, nr) literals to emit code that fills `packed_b`
+  // (a K x tile.nr panel, row stride tile.nr) for columns [n0, n0 + nr); B is then
+  // read from the panel instead of `b`.
+  std::function<std::string(const std::string& n0, int64_t nr)> pack_b;
+  std::string packed_b;
+  // Emits code applied to the finished tile rows [m0, m0+mr) x cols [n0, n0+nr):
+  // called with (m0 expr, mr literal, n0 expr, nr literal). Empty: none.
+  std::function<std::string(const std::string& m0, int64_t mr, const std::string& n0, int64_t nr)> after_tile;
+};
+
+std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& tile);
+
+}  // namespace ingot::ops

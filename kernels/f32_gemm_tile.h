@@ -1,0 +1,159 @@
+/* f32 GEMM register tiles: C[MR x NR] (+)= A[MR x K] * B[K x NR].
+ *
+ * A is read in place (element (r, k) at a[r * lda + k * aks], broadcast), B is a row-major panel
+ * (row stride ldb) whose NR columns are loaded as vectors, C has row stride ldc. The
+ * accumulators stay in registers for the whole K loop and C is written once.
+ * |mr| <= MR and |nr| <= NR handle edge tiles (masked on AVX-512); every call site
+ * passes them as literals so the compiler specializes each tile.
+ *
+ *   f32_gemm_tile_8x48_avx512   24 zmm accumulators, 3 B loads + 8 broadcasts per k
+ *   f32_gemm_tile_4x24_avx2     12 ymm accumulators
+ *   f32_gemm_tile_4x16_portable plain C the compiler vectorizes
+ */
+#ifndef INGOT_F32_GEMM_TILE_H_
+#define INGOT_F32_GEMM_TILE_H_
+
+#include "ingot_kernel_common.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, int64_t ldc, const float* INGOT_RESTRICT a,
+                                            int64_t lda, int64_t aks, const float* INGOT_RESTRICT b, int64_t ldb, int64_t K,
+                                            int64_t mr, int64_t nr) {
+  __m512 acc[8][3];
+  const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
+  const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : (nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u));
+  const __mmask16 m2 = nr >= 48 ? (__mmask16)0xFFFF : (nr <= 32 ? (__mmask16)0 : (__mmask16)((1u << (nr - 32)) - 1u));
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) {
+    acc[r][0] = _mm512_setzero_ps();
+    acc[r][1] = _mm512_setzero_ps();
+    acc[r][2] = _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    const float* bk = b + k * ldb;
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, bk);
+    const __m512 b1 = _mm512_maskz_loadu_ps(m1, bk + 16);
+    const __m512 b2 = _mm512_maskz_loadu_ps(m2, bk + 32);
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r) {
+      if (r < mr) {
+        const __m512 av = _mm512_set1_ps(a[r * lda + k * aks]);
+        acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+        acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+        acc[r][2] = _mm512_fmadd_ps(av, b2, acc[r][2]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) {
+    if (r < mr) {
+      _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
+      _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
+      _mm512_mask_storeu_ps(c + r * ldc + 32, m2, acc[r][2]);
+    }
+  }
+}
+#endif
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+INGOT_INLINE __m256i f32_gemm_avx2_mask(int64_t valid) {
+  const int32_t v = valid < 0 ? 0 : (valid > 8 ? 8 : (int32_t)valid);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+INGOT_INLINE void f32_gemm_tile_4x24_avx2(float* INGOT_RESTRICT c, int64_t ldc, const float* INGOT_RESTRICT a,
+                                          int64_t lda, int64_t aks, const float* INGOT_RESTRICT b, int64_t ldb, int64_t K,
+                                          int64_t mr, int64_t nr) {
+  __m256 acc[4][3];
+  const __m256i m0 = f32_gemm_avx2_mask(nr), m1 = f32_gemm_avx2_mask(nr - 8), m2 = f32_gemm_avx2_mask(nr - 16);
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) acc[r][0] = acc[r][1] = acc[r][2] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const float* bk = b + k * ldb;
+    const __m256 b0 = _mm256_maskload_ps(bk, m0);
+    const __m256 b1 = _mm256_maskload_ps(bk + 8, m1);
+    const __m256 b2 = _mm256_maskload_ps(bk + 16, m2);
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      if (r < mr) {
+        const __m256 av = _mm256_broadcast_ss(a + r * lda + k * aks);
+        acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+        acc[r][2] = _mm256_fmadd_ps(av, b2, acc[r][2]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    if (r < mr) {
+      _mm256_maskstore_ps(c + r * ldc, m0, acc[r][0]);
+      _mm256_maskstore_ps(c + r * ldc + 8, m1, acc[r][1]);
+      _mm256_maskstore_ps(c + r * ldc + 16, m2, acc[r][2]);
+    }
+  }
+}
+#endif
+
+INGOT_INLINE void f32_gemm_tile_4x16_portable(float* INGOT_RESTRICT c, int64_t ldc, const float* INGOT_RESTRICT a,
+                                              int64_t lda, int64_t aks, const float* INGOT_RESTRICT b, int64_t ldb, int64_t K,
+                                              int64_t mr, int64_t nr) {
+  float acc[4][16];
+  for (int r = 0; r < 4; ++r)
+    for (int j = 0; j < 16; ++j) acc[r][j] = 0.0f;
+  for (int64_t k = 0; k < K; ++k) {
+    const float* bk = b + k * ldb;
+    for (int r = 0; r < 4; ++r) {
+      if (r < mr) {
+        const float av = a[r * lda + k * aks];
+        for (int j = 0; j < 16; ++j) acc[r][j] += av * (j < nr ? bk[j] : 0.0f);
+      }
+    }
+  }
+  for (int r = 0; r < 4; ++r)
+    if (r < mr)
+      for (int j = 0; j < 16; ++j)
+        if (j < nr) c[r * ldc + j] = acc[r][j];
+}
+
+/* One im2col panel for a convolution over one image: columns [n0, n0 + nr) of the
+ * virtual matrix B[K = C*KH*KW, N = OH*OW], written as panel[k * NR + j]; zeros where
+ * the window reads padding. Each (c, kh, kw) row is copied as runs of output columns
+ * that stay in one output row, so stride-1 runs are contiguous copies. */
+INGOT_INLINE void f32_im2col_panel(float* INGOT_RESTRICT panel, int64_t NR, const float* INGOT_RESTRICT x,
+                                   int64_t C, int64_t H, int64_t W, int64_t OW, int64_t KH, int64_t KW,
+                                   int64_t SH, int64_t SW, int64_t PH, int64_t PW, int64_t DH, int64_t DW,
+                                   int64_t n0, int64_t nr) {
+  for (int64_t c = 0; c < C; ++c) {
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        float* INGOT_RESTRICT row = panel + ((c * KH + kh) * KW + kw) * NR;
+        int64_t j = 0;
+        int64_t oh = n0 / OW, ow = n0 - (n0 / OW) * OW;
+        while (j < nr) {
+          int64_t run = OW - ow;
+          if (run > nr - j) run = nr - j;
+          const int64_t ih = oh * SH - PH + kh * DH;
+          if (ih < 0 || ih >= H) {
+            for (int64_t t = 0; t < run; ++t) row[j + t] = 0.0f;
+          } else {
+            const float* INGOT_RESTRICT xr = x + (c * H + ih) * W;
+            const int64_t base = ow * SW - PW + kw * DW;
+            for (int64_t t = 0; t < run; ++t) {
+              const int64_t iw = base + t * SW;
+              row[j + t] = (iw >= 0 && iw < W) ? xr[iw] : 0.0f;
+            }
+          }
+          j += run;
+          ow = 0;
+          ++oh;
+        }
+      }
+    }
+  }
+}
+
+#endif /* INGOT_F32_GEMM_TILE_H_ */
