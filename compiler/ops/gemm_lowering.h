@@ -20,17 +20,17 @@ struct GemmTile {
 GemmTile gemm_tile_for(uint32_t target_features);
 
 struct GemmLoops {
-  std::string c, a, b;            // C expressions (pointers) for this GEMM
+  std::string c{}, a{}, b{};      // C expressions (pointers) for this GEMM
   int64_t ldc = 0, lda = 0, aks = 1, ldb = 0;
   int64_t M = 0, N = 0, K = 0;
   // When set, called with (n0, nr) literals to emit code that fills `packed_b`
   // (a K x tile.nr panel, row stride tile.nr) for columns [n0, n0 + nr); B is then
   // read from the panel instead of `b`.
-  std::function<std::string(const std::string& n0, int64_t nr)> pack_b;
-  std::string packed_b;
+  std::function<std::string(const std::string& n0, int64_t nr)> pack_b{};
+  std::string packed_b{};
   // Emits code applied to the finished tile rows [m0, m0+mr) x cols [n0, n0+nr):
   // called with (m0 expr, mr literal, n0 expr, nr literal). Empty: none.
-  std::function<std::string(const std::string& m0, int64_t mr, const std::string& n0, int64_t nr)> after_tile;
+  std::function<std::string(const std::string& m0, int64_t mr, const std::string& n0, int64_t nr)> after_tile{};
 };
 
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& tile);

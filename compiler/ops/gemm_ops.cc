@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "compiler/ops/op_table.h"
+#include "compiler/ops/gemm_lowering.h"
 #include "compiler/ops/window.h"
 
 namespace ingot::ops {
@@ -78,6 +79,51 @@ std::string lower_gemm(LoweringContext& ctx) {
   }
   int64_t a_sm = g.trans_a ? 1 : g.K, a_sk = g.trans_a ? g.M : 1;
   int64_t b_sk = g.trans_b ? 1 : g.N, b_sn = g.trans_b ? g.K : 1;
+  if (!g.trans_b) {
+    // B rows are contiguous (constant weights are packed to [K, N] at compile time):
+    // register tiles with the epilogue applied per tile.
+    GemmTile tile = gemm_tile_for(ctx.target_features);
+    ctx.headers.insert("f32_gemm_tile.h");
+    GemmLoops loops;
+    loops.c = ctx.out[0];
+    loops.ldc = g.N;
+    loops.a = ctx.in[0];
+    loops.lda = a_sm;
+    loops.aks = a_sk;
+    loops.b = ctx.in[1];
+    loops.ldb = g.N;
+    loops.M = g.M;
+    loops.N = g.N;
+    loops.K = g.K;
+    std::string tile_scale = g.alpha == 1.0f ? "row[j]" : fmt::format("{} * row[j]", c_float(g.alpha));
+    loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+      std::string tile_bias;
+      if (node.input(2)) {
+        std::string idx = broadcast_index_expr({g.M, g.N}, node.inputs[2]->shape, fmt::format("m * {} + n", g.N));
+        tile_bias = g.beta == 1.0f ? fmt::format(" + {}[{}]", ctx.in[2], idx)
+                                   : fmt::format(" + {} * {}[{}]", c_float(g.beta), ctx.in[2], idx);
+      }
+      std::string ep = ctx.epilogue ? ctx.epilogue("v", fmt::format("m * {} + n", g.N)) : "";
+      if (tile_bias.empty() && ep.empty() && g.alpha == 1.0f) return std::string();
+      return fmt::format(
+          "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
+          "        const int64_t m = {m0} + r;\n"
+          "        float* row = {y} + m * {N} + {n0};\n"
+          "        for (int64_t j = 0; j < {nr}; ++j) {{\n"
+          "          const int64_t n = {n0} + j;\n"
+          "          (void)n;\n"
+          "          float v = {scale}{bias};\n"
+          "{ep}"
+          "          row[j] = v;\n"
+          "        }}\n"
+          "      }}\n",
+          fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("y", ctx.out[0]), fmt::arg("N", g.N), fmt::arg("n0", n0),
+          fmt::arg("nr", nr), fmt::arg("scale", tile_scale), fmt::arg("bias", tile_bias), fmt::arg("ep", ep));
+    };
+    ctx.kernel_name = fmt::format("f32_gemm_{}x{}x{}{}_{}", g.M, g.K, g.N, g.trans_a ? "_ta" : "",
+                                  tile.kernel.substr(tile.kernel.rfind('_') + 1));
+    return emit_gemm_loops(loops, tile);
+  }
   std::string rows4 = g.trans_b ? "" : fmt::format(
       "  for (; m + 4 <= {M}; m += 4) f32_gemm_rows4_portable({y}, {a}, {asm_}, {ask}, {b}, {K}, {N}, m);\n",
       fmt::arg("M", g.M), fmt::arg("y", ctx.out[0]), fmt::arg("a", ctx.in[0]), fmt::arg("asm_", a_sm),
@@ -165,29 +211,39 @@ void reference_matmul(const Node& node, const std::vector<const Tensor*>& in, st
 std::string lower_matmul(LoweringContext& ctx) {
   const Node& node = ctx.node;
   MatMulGeometry g = matmul_geometry(node);
-  ctx.headers.insert("f32_gemm.h");
+  GemmTile tile = gemm_tile_for(ctx.target_features);
+  ctx.headers.insert("f32_gemm_tile.h");
   ctx.epilogue_applied = true;
-  ctx.kernel_name = fmt::format("f32_matmul_{}x{}x{}x{}", num_elements(g.batch), g.M, g.K, g.N);
+  ctx.kernel_name = fmt::format("f32_matmul_{}x{}x{}x{}_{}", num_elements(g.batch), g.M, g.K, g.N,
+                                tile.kernel.substr(tile.kernel.rfind('_') + 1));
+  GemmLoops loops{.c = std::string("yb"), .a = std::string("ab"), .b = std::string("bb"), .ldc = g.N, .lda = g.K,
+                  .aks = 1, .ldb = g.N, .M = g.M, .N = g.N, .K = g.K};
+  if (ctx.epilogue) {
+    loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+      return fmt::format(
+          "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
+          "        float* row = yb + ({m0} + r) * {N} + {n0};\n"
+          "        for (int64_t j = 0; j < {nr}; ++j) {{\n"
+          "          float v = row[j];\n"
+          "{ep}"
+          "          row[j] = v;\n"
+          "        }}\n"
+          "      }}\n",
+          fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("N", g.N), fmt::arg("n0", n0), fmt::arg("nr", nr),
+          fmt::arg("ep", ctx.epilogue("v", fmt::format("bi * {} + ({} + r) * {} + {} + j", g.M * g.N, m0, g.N, n0))));
+    };
+  }
   return fmt::format(
       "  for (int64_t bi = 0; bi < {B}; ++bi) {{\n"
       "    const float* ab = {a} + {aoff} * {MK};\n"
       "    const float* bb = {b} + {boff} * {KN};\n"
       "    float* yb = {y} + bi * {MN};\n"
-      "    int64_t m = 0;\n"
-      "    for (; m + 4 <= {M}; m += 4) f32_gemm_rows4_portable(yb, ab, {K}, 1, bb, {K}, {N}, m);\n"
-      "    for (; m < {M}; ++m) f32_gemm_row_portable(yb + m * {N}, ab + m * {K}, 1, bb, {N}, 1, {K}, {N});\n"
-      "{ep_loop}"
+      "{loops}"
       "  }}\n",
       fmt::arg("B", num_elements(g.batch)), fmt::arg("a", ctx.in[0]),
       fmt::arg("aoff", broadcast_index_expr(g.batch, g.batch_a, "bi")), fmt::arg("MK", g.M * g.K),
       fmt::arg("b", ctx.in[1]), fmt::arg("boff", broadcast_index_expr(g.batch, g.batch_b, "bi")),
-      fmt::arg("KN", g.K * g.N), fmt::arg("y", ctx.out[0]), fmt::arg("MN", g.M * g.N), fmt::arg("M", g.M),
-      fmt::arg("K", g.K), fmt::arg("N", g.N),
-      fmt::arg("ep_loop", ctx.epilogue ? fmt::format("    for (int64_t j = 0; j < {}; ++j) {{\n"
-                                                     "      float v = yb[j];\n{}"
-                                                     "      yb[j] = v;\n    }}\n",
-                                                     g.M * g.N, ctx.epilogue("v", fmt::format("bi * {} + j", g.M * g.N)))
-                                     : ""));
+      fmt::arg("KN", g.K * g.N), fmt::arg("y", ctx.out[0]), fmt::arg("MN", g.M * g.N), fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }
 
 void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }

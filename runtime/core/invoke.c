@@ -45,8 +45,9 @@ static inline uint8_t* ingot_resolve_(const ingot_binding_t* b, uint8_t* arena,
   return b->offset == 0 ? base : base + b->offset;
 }
 
-ingot_status_t ingot_invoke(ingot_context_t* context, const void* const* inputs,
-                            void* const* outputs) {
+static ingot_status_t ingot_invoke_impl_(ingot_context_t* context, const void* const* inputs,
+                                         void* const* outputs, ingot_step_observer_t observer,
+                                         void* observer_data) {
   if (context == NULL || context->module == NULL || context->module->plan == NULL) {
     return INGOT_INVALID_ARGUMENT;
   }
@@ -77,6 +78,7 @@ ingot_status_t ingot_invoke(ingot_context_t* context, const void* const* inputs,
   for (uint32_t s = 0; s < step_count; ++s) {
     const ingot_step_t* step = &steps[s];
     const ingot_binding_t* b = &bindings[step->binding_first];
+    if (observer != NULL) observer(observer_data, s, 0);
     switch (step->kind) {
       case INGOT_STEP_DISPATCH: {
         for (uint32_t i = 0; i < step->binding_count; ++i) {
@@ -97,6 +99,18 @@ ingot_status_t ingot_invoke(ingot_context_t* context, const void* const* inputs,
       default: /* INGOT_STEP_BARRIER: one worker meets only itself. */
         break;
     }
+    if (observer != NULL) observer(observer_data, s, 1);
   }
   return INGOT_OK;
+}
+
+ingot_status_t ingot_invoke(ingot_context_t* context, const void* const* inputs,
+                            void* const* outputs) {
+  return ingot_invoke_impl_(context, inputs, outputs, NULL, NULL);
+}
+
+ingot_status_t ingot_invoke_observed(ingot_context_t* context, const void* const* inputs,
+                                     void* const* outputs, ingot_step_observer_t observer,
+                                     void* observer_data) {
+  return ingot_invoke_impl_(context, inputs, outputs, observer, observer_data);
 }

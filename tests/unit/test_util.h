@@ -337,14 +337,19 @@ inline Tensor abs_of(const Tensor& t) {
 }
 
 // Sum of |products| bound for multiply-accumulate ops: the node's reference run on the
-// absolute values of every input.
+// absolute values of every input, with float attributes (Gemm's alpha, beta) made
+// non-negative too.
 inline Tensor abs_bound(const Node& node, const std::vector<const Tensor*>& inputs) {
   std::vector<Tensor> abs_inputs;
   abs_inputs.reserve(inputs.size());
   for (const Tensor* t : inputs) abs_inputs.push_back(t ? abs_of(*t) : Tensor());
   std::vector<const Tensor*> ptrs;
   for (size_t i = 0; i < inputs.size(); ++i) ptrs.push_back(inputs[i] ? &abs_inputs[i] : nullptr);
-  return ops::run_reference(node, ptrs).at(0);
+  Node copy = node;
+  copy.epilogue.clear();
+  for (auto& [key, value] : copy.attrs)
+    if (auto* f = std::get_if<float>(&value)) *f = std::fabs(*f);
+  return ops::run_reference(copy, ptrs).at(0);
 }
 
 // Splits text into lines (no trailing empty line).

@@ -136,6 +136,17 @@ INGOT_MUST_USE ingot_status_t ingot_invoke(ingot_context_t* context,
                                            const void* const* inputs,
                                            void* const* outputs);
 
+/* Called before (|phase| 0) and after (|phase| 1) each step by ingot_invoke_observed;
+ * profilers and tracers use it. Must not call back into the context. */
+typedef void (*ingot_step_observer_t)(void* observer_data, uint32_t step_index, int phase);
+
+/* ingot_invoke, calling |observer| (may be NULL) around every step. Same guarantees. */
+INGOT_MUST_USE ingot_status_t ingot_invoke_observed(ingot_context_t* context,
+                                                    const void* const* inputs,
+                                                    void* const* outputs,
+                                                    ingot_step_observer_t observer,
+                                                    void* observer_data);
+
 /* CRC-32 (zlib's: IEEE 802.3 polynomial, reflected, init and final xor 0xFFFFFFFF)
  * of |size| bytes; exposed so tools and the compiler agree. |data| may be NULL when
  * |size| is 0. Thread-safe. */

@@ -1,0 +1,472 @@
+#!/usr/bin/python3
+"""Side-by-side latency of ingot and ONNX Runtime on the benchmark models.
+
+Called by bench/run.sh after set-up (npm packages, ingot build, model export, peak
+probe build); see bench/README.md for the method and how to read the output.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+INGOT = os.path.join(ROOT, "build", "bin", "ingot")
+MODELS_DIR = os.path.join(BENCH, "models")
+WORK = os.path.join(BENCH, "work")
+ORT_JS = os.path.join(BENCH, "ort_bench.js")
+
+RATIO_MODELS = ["mlp", "cnn_small", "kws_dscnn", "tiny_transformer", "mobilenet_v2",
+                "squeezenet1_1", "resnet18"]
+EXTRA_MODELS = ["gemm1024"]
+ALL_MODELS = RATIO_MODELS + EXTRA_MODELS
+NULL = "null"
+
+MIN_ITERATIONS = 5        # per engine and round, when sized by the time budget
+MAX_ITERATIONS = 20000
+MAX_WARMUP = 100
+PROC_TIMEOUT_S = 900
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def rel(path):
+    return os.path.relpath(path, ROOT)
+
+
+def run_proc(cmd, timeout=PROC_TIMEOUT_S):
+    """Run a command; return (rc, stdout, stderr)."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout, cwd=ROOT)
+        return p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired:
+        return 124, "", f"timed out after {timeout} s"
+
+
+def first_line(text):
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:200]
+    return ""
+
+
+class EngineError(Exception):
+    pass
+
+
+# ------------------------------------------------------------------ engines
+
+def ingot_compile(name):
+    out = os.path.join(WORK, "ingot", name + ".ingot")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    if os.path.exists(out):
+        os.remove(out)
+    t0 = time.time()
+    rc, _, err = run_proc([INGOT, "compile", os.path.join(MODELS_DIR, name + ".onnx"), "-o", out])
+    dt = time.time() - t0
+    if rc != 0:
+        raise EngineError("compile failed: " + first_line(err))
+    return out, dt
+
+
+def ingot_output(module, name):
+    out = os.path.join(WORK, "out", name + ".ingot.npy")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    rc, _, err = run_proc([INGOT, "run", module, "--input=@" + os.path.join(MODELS_DIR, name + ".in.npy"),
+                           "--output=@" + out, "--no-print"])
+    if rc != 0:
+        raise EngineError("run failed: " + first_line(err))
+    return np.load(out)
+
+
+def ingot_bench(module, name, iterations, warmup):
+    rc, out, err = run_proc([INGOT, "bench", module,
+                             "--input=@" + os.path.join(MODELS_DIR, name + ".in.npy"),
+                             f"--iterations={iterations}", f"--warmup={warmup}", "--json"])
+    if rc != 0:
+        raise EngineError("bench failed: " + first_line(err))
+    r = json.loads(out)
+    return {k: r[k] for k in ("min", "median", "p90", "p99", "max", "mean", "stddev")}
+
+
+def ort_bench(name, iterations, warmup, output=None):
+    cmd = ["node", ORT_JS, "--model", os.path.join(MODELS_DIR, name + ".onnx"),
+           "--input", os.path.join(MODELS_DIR, name + ".in.npy"), "--threads", "1",
+           "--iterations", str(iterations), "--warmup", str(warmup)]
+    if output:
+        cmd += ["--output", output]
+    rc, out, err = run_proc(cmd)
+    if rc != 0:
+        raise EngineError("ORT failed: " + first_line(err))
+    r = json.loads(out.strip().splitlines()[-1])
+    return {k: r[k] for k in ("min", "median", "p90", "p99", "max", "mean", "stddev")}, r
+
+
+# ------------------------------------------------------------------ measuring
+
+def sizes(estimate_us, args):
+    """Iterations and warm-up for one engine and round."""
+    if args.iterations:
+        n = args.iterations
+    else:
+        n = int(args.budget * 1e6 / max(estimate_us, 0.01))
+        n = max(MIN_ITERATIONS, min(MAX_ITERATIONS, n))
+    return n, max(1, min(MAX_WARMUP, n // 10))
+
+
+def aggregate(rounds):
+    """Per-engine figures over the rounds: the median of each statistic."""
+    if not rounds:
+        return None
+    agg = {k: statistics.median(r[k] for r in rounds) for k in ("median", "p90", "p99", "mean")}
+    agg["min"] = min(r["min"] for r in rounds)
+    agg["max"] = max(r["max"] for r in rounds)
+    agg["round_medians"] = [r["median"] for r in rounds]
+    meds = agg["round_medians"]
+    agg["round_spread"] = (max(meds) - min(meds)) / agg["median"] if agg["median"] > 0 else 0.0
+    return agg
+
+
+def max_abs_diff(a, b):
+    if a is None or b is None:
+        return None
+    if a.shape != b.shape:
+        return float("inf")
+    d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    return float(np.nan_to_num(d, nan=np.inf).max()) if d.size else 0.0
+
+
+def measure_model(name, args, manifest):
+    info = manifest.get(name, {})
+    res = {"model": name, "gflops": info.get("gflops", 0.0), "errors": []}
+    ref = np.load(os.path.join(MODELS_DIR, name + ".out.npy"))
+    module = None
+    try:
+        module, res["compile_s"] = ingot_compile(name)
+        res["module_bytes"] = os.path.getsize(module)
+    except EngineError as e:
+        res["errors"].append("ingot " + str(e))
+        log(f"[{name}] ingot {e}")
+
+    # Correctness, plus a short calibration run of each engine that sizes the rounds.
+    y_ingot = y_ort = None
+    est = {}
+    if module:
+        try:
+            y_ingot = ingot_output(module, name)
+            est["ingot"] = ingot_bench(module, name, 3, 1)["median"]
+        except EngineError as e:
+            res["errors"].append("ingot " + str(e))
+            log(f"[{name}] ingot {e}")
+            module = None
+    ort_out = os.path.join(WORK, "out", name + ".ort.npy")
+    os.makedirs(os.path.dirname(ort_out), exist_ok=True)
+    try:
+        stats, full = ort_bench(name, 3, 1, output=ort_out)
+        est["ort"] = stats["median"]
+        res["ort_version"] = full.get("ort_version")
+        res["ort_load_ms"] = full.get("load_ms")
+        y_ort = np.load(ort_out)
+    except EngineError as e:
+        res["errors"].append(str(e))
+        log(f"[{name}] {e}")
+    res["max_abs_diff"] = max_abs_diff(y_ingot, y_ort)
+    res["ingot_vs_ref"] = max_abs_diff(y_ingot, ref)
+    res["ort_vs_ref"] = max_abs_diff(y_ort, ref)
+    res["ref_absmax"] = float(np.abs(ref).max()) if ref.size else 0.0
+    if res["max_abs_diff"] is not None:
+        res["output_ok"] = res["max_abs_diff"] <= 1e-4 + 1e-3 * max(1.0, res["ref_absmax"])
+
+    engines = [e for e in ("ingot", "ort") if e in est]
+    plan = {e: sizes(est[e], args) for e in engines}
+    res["iterations"] = {e: plan[e][0] for e in engines}
+    res["warmup"] = {e: plan[e][1] for e in engines}
+    rounds = {e: [] for e in engines}
+    for r in range(args.rounds):
+        order = engines if r % 2 == 0 else engines[::-1]   # alternate which engine goes first
+        for e in order:
+            n, w = plan[e]
+            try:
+                if e == "ingot":
+                    rounds[e].append(ingot_bench(module, name, n, w))
+                else:
+                    rounds[e].append(ort_bench(name, n, w)[0])
+            except EngineError as err:
+                res["errors"].append(f"{e} round {r + 1}: {err}")
+                log(f"[{name}] {e} round {r + 1}: {err}")
+    res["rounds"] = rounds
+    res["ingot"] = aggregate(rounds.get("ingot"))
+    res["ort"] = aggregate(rounds.get("ort"))
+    return res
+
+
+def derive(results, peak):
+    """Ratios, GFLOP/s and the summary figures."""
+    by = {r["model"]: r for r in results}
+    ort_null = by.get(NULL, {}).get("ort")
+    ingot_null = by.get(NULL, {}).get("ingot")
+    floor = ort_null["median"] if ort_null else None
+    for r in results:
+        i, o = r.get("ingot"), r.get("ort")
+        if i and o:
+            r["ratio"] = i["median"] / o["median"]
+            if floor is not None and o["median"] - floor > 0 and r["model"] != NULL:
+                r["ratio_floor"] = i["median"] / (o["median"] - floor)
+        if i:
+            r["ingot_p99_over_median"] = i["p99"] / i["median"] if i["median"] > 0 else None
+            if r["gflops"]:
+                r["ingot_gflops_per_s"] = r["gflops"] / (i["median"] * 1e-6)
+                r["ingot_pct_peak"] = 100.0 * r["ingot_gflops_per_s"] / peak if peak else None
+        if o and r["gflops"]:
+            r["ort_gflops_per_s"] = r["gflops"] / (o["median"] * 1e-6)
+            r["ort_pct_peak"] = 100.0 * r["ort_gflops_per_s"] / peak if peak else None
+    ratios = [by[m]["ratio_floor"] for m in RATIO_MODELS if m in by and "ratio_floor" in by[m]]
+    raw = [by[m]["ratio"] for m in RATIO_MODELS if m in by and "ratio_floor" in by[m]]
+    gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+    return {
+        "geomean_ratio_floor": gm(ratios),
+        "geomean_ratio": gm(raw),
+        "geomean_models": [m for m in RATIO_MODELS if m in by and "ratio_floor" in by[m]],
+        "geomean_missing": [m for m in RATIO_MODELS if not (m in by and "ratio_floor" in by[m])],
+        "ingot_null_median_us": ingot_null["median"] if ingot_null else None,
+        "ort_null_median_us": floor,
+    }
+
+
+# ------------------------------------------------------------------ reporting
+
+def us(x):
+    if x is None:
+        return "—"
+    if x < 100:
+        return f"{x:.2f}"
+    if x < 10000:
+        return f"{x:.1f}"
+    return f"{x:,.0f}"
+
+
+def num(x, fmt):
+    return "—" if x is None else format(x, fmt)
+
+
+def diff_cell(r):
+    d = r.get("max_abs_diff")
+    if d is None:
+        return "—"
+    return f"{d:.1e}" + ("" if r.get("output_ok") else " (!)")
+
+
+COLUMNS = ["model", "GFLOP", "ingot med", "ingot p99", "ORT med", "ORT p99", "ratio",
+           "ratio −floor", "max abs diff", "ingot GFLOP/s", "% peak", "ingot p99/med", "iters i/o"]
+
+
+def row(r):
+    i, o = r.get("ingot") or {}, r.get("ort") or {}
+    it = r.get("iterations", {})
+    return [r["model"], num(r["gflops"], ".4f") if r["gflops"] else "—",
+            us(i.get("median")), us(i.get("p99")), us(o.get("median")), us(o.get("p99")),
+            num(r.get("ratio"), ".2f"), num(r.get("ratio_floor"), ".2f"), diff_cell(r),
+            num(r.get("ingot_gflops_per_s"), ".1f"), num(r.get("ingot_pct_peak"), ".1f"),
+            num(r.get("ingot_p99_over_median"), ".2f"),
+            f"{it.get('ingot', '—')}/{it.get('ort', '—')}"]
+
+
+def text_table(rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(COLUMNS, *rows)]
+    fmt = lambda cells: "  ".join(str(c).ljust(w) if k == 0 else str(c).rjust(w)
+                                  for k, (c, w) in enumerate(zip(cells, widths)))
+    lines = [fmt(COLUMNS), fmt(["-" * w for w in widths])]
+    return "\n".join(lines + [fmt(r) for r in rows])
+
+
+def md_table(rows):
+    lines = ["| " + " | ".join(COLUMNS) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(COLUMNS) - 1)) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
+
+
+def summary_lines(summary, peak, rounds, by):
+    gm, gm_raw = summary["geomean_ratio_floor"], summary["geomean_ratio"]
+    used = summary["geomean_models"]
+    lines = []
+    if gm is not None:
+        scope = f"{len(used)} of {len(RATIO_MODELS)} models"
+        if summary["geomean_missing"]:
+            scope += " (missing: " + ", ".join(summary["geomean_missing"]) + ")"
+        lines.append(f"Geometric mean of ingot/ORT median ratios, ORT floor subtracted: "
+                     f"**{gm:.2f}** over {scope}; as measured: {gm_raw:.2f}.")
+    else:
+        lines.append("Geometric mean: no model has both engines' figures.")
+    lines.append(f"Per-call overhead (`null` model, one Relu on 16 floats), median: ingot "
+                 f"{us(summary['ingot_null_median_us'])} µs; ORT {us(summary['ort_null_median_us'])} µs "
+                 f"(the floor subtracted above).")
+    g = by.get("gemm1024")
+    if g and g.get("ingot"):
+        lines.append(f"gemm1024 (1024×1024×1024 f32 MatMul, one thread): ingot "
+                     f"{num(g.get('ingot_gflops_per_s'), '.1f')} GFLOP/s = "
+                     f"{num(g.get('ingot_pct_peak'), '.1f')}% of peak; ORT "
+                     f"{num(g.get('ort_gflops_per_s'), '.1f')} GFLOP/s = "
+                     f"{num(g.get('ort_pct_peak'), '.1f')}% (not in the geometric mean).")
+    lines.append(f"Peak: {peak:.1f} GFLOP/s fp32 FMA on one core (bench/peak.c). Times are µs; each "
+                 f"figure is the median over {rounds} alternating rounds of that round's statistic.")
+    return lines
+
+
+def problems(results):
+    out = []
+    for r in results:
+        for e in r["errors"]:
+            out.append(f"{r['model']}: {e}")
+        if r.get("output_ok") is False:
+            out.append(f"{r['model']}: outputs differ, max abs diff {r['max_abs_diff']:.3g} "
+                       f"(ingot vs torch reference {r['ingot_vs_ref']:.3g}, ORT vs reference "
+                       f"{r['ort_vs_ref']:.3g})")
+        for e in ("ingot", "ort"):
+            a = r.get(e)
+            spread_us = a and max(a["round_medians"]) - min(a["round_medians"])
+            if a and a["round_spread"] > 0.25 and spread_us > 1.0:
+                out.append(f"{r['model']}: {e} round medians spread {100 * a['round_spread']:.0f}% "
+                           f"({', '.join(us(x) for x in a['round_medians'])} µs): noisy machine")
+    return out
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_describe():
+    rc, out, _ = run_proc(["git", "rev-parse", "--short", "HEAD"], timeout=30)
+    if rc != 0:
+        return None
+    rev = out.strip()
+    rc, out, _ = run_proc(["git", "status", "--porcelain", "--untracked-files=no"], timeout=30)
+    return rev + (" (with uncommitted changes)" if rc == 0 and out.strip() else "")
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="bench/run.sh")
+    ap.add_argument("--models", default=",".join(ALL_MODELS))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iterations", type=int, default=0)
+    ap.add_argument("--budget", type=float, default=1.5)
+    ap.add_argument("--peak", type=float, default=0.0)
+    ap.add_argument("--peak-json", default="")
+    ap.add_argument("--command", default="bench/run.sh")
+    args = ap.parse_args()
+    if args.rounds < 1 or args.iterations < 0 or args.budget <= 0:
+        ap.error("--rounds must be >= 1, --iterations >= 0, --budget > 0")
+    names = [n.strip() for n in args.models.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ALL_MODELS + [NULL]]
+    if unknown:
+        ap.error("unknown model(s): " + ", ".join(unknown) + " (known: " + ", ".join(ALL_MODELS) + ")")
+    names = [NULL] + [n for n in names if n != NULL]   # the floor is always measured
+
+    with open(os.path.join(MODELS_DIR, "manifest.json")) as f:
+        manifest = json.load(f)
+    peak_info = {}
+    if args.peak_json:
+        peak_info = json.loads(args.peak_json)
+    peak = args.peak or peak_info.get("peak_gflops", 0.0)
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    load_before = os.getloadavg()
+    t0 = time.time()
+    results = []
+    for name in names:
+        t = time.time()
+        log(f"[{name}] measuring ...")
+        results.append(measure_model(name, args, manifest))
+        r = results[-1]
+        i, o = r.get("ingot"), r.get("ort")
+        log(f"[{name}] ingot {us(i and i['median'])} µs, ORT {us(o and o['median'])} µs "
+            f"({time.time() - t:.0f} s)")
+    summary = derive(results, peak)
+    by = {r["model"]: r for r in results}
+    elapsed = time.time() - t0
+    load_after = os.getloadavg()
+
+    table_models = [m for m in names if m in RATIO_MODELS] + [m for m in names if m in EXTRA_MODELS]
+    rows = [row(by[m]) for m in table_models]
+    lines = summary_lines(summary, peak, args.rounds, by)
+    probs = problems(results)
+
+    print()
+    print(text_table(rows))
+    print()
+    for line in lines:
+        print(line.replace("**", ""))
+    if probs:
+        print("\nProblems:")
+        for p in probs:
+            print("  - " + p)
+
+    machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": platform.release(),
+               "load_before": [round(x, 2) for x in load_before],
+               "load_after": [round(x, 2) for x in load_after]}
+    rev = git_describe()
+    ort_version = next((r.get("ort_version") for r in results if r.get("ort_version")), None)
+    doc = {
+        "date": started.isoformat(timespec="seconds"), "command": args.command,
+        "machine": machine, "ingot_commit": rev, "ort_version": ort_version,
+        "peak": dict(peak_info, used_gflops=peak),
+        "settings": {"rounds": args.rounds, "iterations": args.iterations or None,
+                     "budget_s_per_engine_round": None if args.iterations else args.budget,
+                     "threads": 1, "target": "host"},
+        "summary": summary, "elapsed_s": round(elapsed, 1), "problems": probs,
+        "models": results,
+    }
+    with open(os.path.join(BENCH, "results.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+    md = ["# ingot vs ONNX Runtime: results", "",
+          f"- Date: {started.strftime('%Y-%m-%d %H:%M UTC')}",
+          f"- Machine: {machine['cpu']}, {machine['cores']} cores, Linux {machine['kernel']}; "
+          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after",
+          f"- Command: `{args.command}` ({elapsed / 60:.1f} min)",
+          f"- ingot: commit {rev or 'unknown'}, `ingot compile` default target (host), one thread",
+          f"- ONNX Runtime: onnxruntime-node {ort_version or 'unknown'}, CPU EP, graph optimization "
+          f"'all', 1 intra-op thread, 1 inter-op thread",
+          f"- Peak: {peak:.1f} GFLOP/s fp32 FMA, one core (AVX-512 {peak_info.get('avx512_gflops', 0):.1f}, "
+          f"AVX2 {peak_info.get('avx2_gflops', 0):.1f}; core clock ~{peak_info.get('clock_ghz', 0):.2f} GHz)",
+          f"- Rounds: {args.rounds}, engines alternating; "
+          + (f"{args.iterations} iterations per engine and round" if args.iterations else
+             f"iterations per engine and round sized to ~{args.budget:g} s (min {MIN_ITERATIONS})"),
+          "", md_table(rows), ""]
+    md += lines
+    md += ["", "Columns: medians and p99 in µs (median over rounds of each round's figure); "
+           "ratio = ingot median / ORT median; ratio −floor = ingot median / (ORT median − ORT "
+           "`null` median); max abs diff between the two engines' outputs on the same input "
+           "((!) = beyond 1e-4 + 1e-3·max|ref|); GFLOP/s = 2×MACs of Conv/Gemm/MatMul ÷ ingot "
+           "median; iters i/o = timed iterations per round for ingot / ORT. "
+           "See bench/README.md."]
+    if probs:
+        md += ["", "Problems:", ""] + ["- " + p for p in probs]
+    with open(os.path.join(BENCH, "RESULTS.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    log(f"wrote {rel(os.path.join(BENCH, 'RESULTS.md'))} and {rel(os.path.join(BENCH, 'results.json'))} "
+        f"({elapsed:.0f} s)")
+    return 1 if probs and any(r["errors"] or r.get("output_ok") is False for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

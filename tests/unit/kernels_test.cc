@@ -1,0 +1,545 @@
+// Generated kernels against the op references: each case builds a graph, compiles it
+// to native code through plan → C → module bytes, runs it with the runtime and compares
+// every output with the reference implementation. Several ops share one graph so one
+// C compiler run covers many kernels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/unit/test_util.h"
+
+namespace ingot {
+namespace {
+
+using testing::Tolerance;
+
+using I = std::vector<int64_t>;
+
+// A graph under construction plus the input data and the checks to run.
+class KernelCase {
+ public:
+  explicit KernelCase(uint32_t seed = 1) : seed_(seed) {
+    g_.name = "kernels";
+    g_.opset = 13;
+  }
+
+  Graph& graph() { return g_; }
+
+  Value* input(const Shape& shape, float lo = -1.0f, float hi = 1.0f) {
+    return input_tensor(testing::random_f32(shape, ++seed_, lo, hi));
+  }
+  Value* input_tensor(Tensor t) {
+    Value* v = testing::add_input(g_, "in" + std::to_string(g_.inputs.size()), t.shape, t.dtype);
+    inputs_.push_back(std::move(t));
+    return v;
+  }
+  Value* weight(const Shape& shape, float lo = -1.0f, float hi = 1.0f) {
+    return constant(testing::random_f32(shape, ++seed_, lo, hi));
+  }
+  Value* constant(Tensor t) { return g_.add_constant(g_.unique_name("w"), std::move(t)); }
+
+  // Adds a node; its output becomes a graph output checked with |tol|. With |bound|,
+  // the tolerance scale of each element is the reference on |inputs| (sum |w * x|).
+  Node* op(const std::string& type, std::vector<Value*> inputs, ops::Attrs attrs = {},
+           Tolerance tol = Tolerance::magnitude(), bool bound = false, int opset = 13) {
+    Node* n = testing::add_op(g_, type, std::move(inputs), std::move(attrs), opset);
+    output(n->outputs[0], tol, bound ? n : nullptr);
+    return n;
+  }
+  // Adds a node without making its output a graph output.
+  Node* inner(const std::string& type, std::vector<Value*> inputs, ops::Attrs attrs = {}, int opset = 13) {
+    return testing::add_op(g_, type, std::move(inputs), std::move(attrs), opset);
+  }
+  void output(Value* v, Tolerance tol = Tolerance::magnitude(), const Node* bound_node = nullptr) {
+    g_.outputs.push_back(v);
+    std::string label = v->producer ? v->producer->describe() : v->name;
+    if (v->producer) {
+      std::ostringstream in;
+      for (const Value* x : v->producer->inputs) in << (x ? shape_str(x->shape) : "_") << " ";
+      label += " inputs " + in.str() + fmt::format("attrs {}", v->producer->attrs.size());
+    }
+    checks_.push_back({tol, bound_node, label});
+  }
+
+  // Evaluates the references, applies |transform| (passes), compiles for |target| and
+  // compares every graph output. Returns what was compiled.
+  testing::Compiled run(const std::function<void(Graph&)>& transform = {}, const std::string& target = "host") {
+    std::map<const Value*, Tensor> env = testing::evaluate_graph(g_, inputs_);
+    std::vector<Tensor> want, bounds;
+    for (size_t i = 0; i < g_.outputs.size(); ++i) {
+      want.push_back(env.at(g_.outputs[i]));
+      const Node* b = checks_[i].bound_node;
+      if (!b) {
+        bounds.emplace_back();
+        continue;
+      }
+      std::vector<const Tensor*> ins;
+      for (const Value* v : b->inputs) ins.push_back(!v ? nullptr : v->is_constant() ? v->constant.get() : &env.at(v));
+      bounds.push_back(testing::abs_bound(*b, ins));
+    }
+    if (transform) transform(g_);
+    verify_graph(g_);
+    testing::Compiled compiled;
+    std::vector<Tensor> got = testing::compile_and_run(g_, inputs_, &compiled, target);
+    EXPECT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size() && i < want.size(); ++i)
+      EXPECT_TRUE(testing::tensors_near(got[i], want[i], checks_[i].tol, checks_[i].bound_node ? &bounds[i] : nullptr))
+          << "output " << i << ": " << checks_[i].label << " [" << target << "]";
+    return compiled;
+  }
+
+ private:
+  struct Check {
+    Tolerance tol;
+    const Node* bound_node;
+    std::string label;
+  };
+  Graph g_;
+  std::vector<Tensor> inputs_;
+  std::vector<Check> checks_;
+  uint32_t seed_;
+};
+
+// Multiply-accumulate ops: error relative to sum |w * x| (plus |bias|).
+const Tolerance kMac = Tolerance::bound(1e-5, 1e-6);
+
+size_t dispatch_count(const schedule::Plan& plan) {
+  size_t n = 0;
+  for (const auto& s : plan.steps) n += s.kind == INGOT_STEP_DISPATCH;
+  return n;
+}
+
+// ---- GEMM family, on every x86-64 tile the host can run -----------------------------
+
+class GemmKernelTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!testing::host_can_run(GetParam())) GTEST_SKIP() << "this CPU cannot run " << GetParam() << " code";
+  }
+};
+
+TEST_P(GemmKernelTest, GemmTileEdges) {
+  KernelCase k(100);
+  // Rows below, at and above the row tiles (4 and 8), and multiples of them.
+  for (int64_t m : {1, 3, 4, 5, 8, 9, 13, 16}) {
+    for (int64_t n : {17, 48}) {
+      Value* a = k.input({m, 7});
+      k.op("Gemm", {a, k.weight({7, n}), k.weight({n})}, {}, kMac, true);
+    }
+  }
+  // Columns below, at and above the column tiles (16, 24, 48) and primes.
+  for (int64_t n : {1, 15, 16, 23, 24, 25, 47, 49, 97}) {
+    k.op("Gemm", {k.input({9, 5}), k.weight({5, n})}, {}, kMac, true);
+  }
+  // Depth: 1, a power of two, and long.
+  for (int64_t kk : {1, 64, 301}) {
+    k.op("Gemm", {k.input({5, kk}), k.weight({kk, 19}), k.weight({19})}, {}, kMac, true);
+  }
+  k.run({}, GetParam());
+}
+
+TEST_P(GemmKernelTest, GemmTransposesAlphaBetaAndBias) {
+  KernelCase k(200);
+  // transA with a constant B; transB with run-time B; both transposed.
+  k.op("Gemm", {k.input({11, 13}), k.weight({11, 17}), k.weight({17})}, {{"transA", int64_t{1}}}, kMac, true);
+  k.op("Gemm", {k.input({6, 11}), k.input({29, 11})}, {{"transB", int64_t{1}}}, kMac, true);
+  k.op("Gemm", {k.input({11, 5}), k.input({3, 11})}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}}, kMac, true);
+  k.op("Gemm", {k.input({13, 11}), k.weight({50, 11}), k.weight({50})}, {{"transB", int64_t{1}}}, kMac, true);
+  // alpha/beta with C broadcast from [M,1], [1,N], scalar, and a full run-time C.
+  k.op("Gemm", {k.input({7, 9}), k.weight({9, 10}), k.weight({7, 1})}, {{"alpha", 0.5f}, {"beta", -2.0f}}, kMac, true);
+  k.op("Gemm", {k.input({7, 9}), k.weight({9, 10}), k.weight({1, 10})}, {{"beta", 0.25f}}, kMac, true);
+  k.op("Gemm", {k.input({7, 9}), k.weight({9, 10}), k.constant(testing::f32({}, {3.5f}))}, {{"alpha", 3.0f}}, kMac,
+       true);
+  k.op("Gemm", {k.input({4, 9}), k.input({9, 33}), k.input({4, 33})}, {}, kMac, true);
+  k.run({}, GetParam());
+}
+
+TEST_P(GemmKernelTest, MatMul) {
+  KernelCase k(300);
+  for (int64_t m : {1, 4, 5, 13}) k.op("MatMul", {k.input({m, 7}), k.weight({7, 26})}, {}, kMac, true);
+  k.op("MatMul", {k.input({2, 3, 5, 7}), k.input({7, 9})}, {}, kMac, true);          // batched A
+  k.op("MatMul", {k.input({3, 1, 4, 6}), k.input({5, 6, 10})}, {}, kMac, true);      // both broadcast
+  k.op("MatMul", {k.input({1, 4, 6}), k.input({3, 6, 49})}, {}, kMac, true);         // A broadcast
+  k.op("MatMul", {k.input({2, 9, 8}), k.input({2, 8, 3})}, {}, kMac, true);          // same batch
+  k.op("MatMul", {k.input({7}), k.input({7, 5})}, {}, kMac, true);                   // 1-D x 2-D
+  k.op("MatMul", {k.input({5, 7}), k.input({7})}, {}, kMac, true);                   // 2-D x 1-D
+  k.op("MatMul", {k.input({2, 5, 7}), k.weight({7})}, {}, kMac, true);               // 3-D x 1-D
+  k.op("MatMul", {k.input({64}), k.input({64})}, {}, kMac, true);                    // dot
+  k.run({}, GetParam());
+}
+
+TEST_P(GemmKernelTest, Conv) {
+  KernelCase k(400);
+  const Shape x = {1, 7, 11, 13};
+  auto conv = [&](Shape xs, Shape ws, ops::Attrs attrs, bool bias = true) {
+    std::vector<Value*> in = {k.input(xs), k.weight(ws)};
+    if (bias) in.push_back(k.weight({ws[0]}));
+    k.op("Conv", in, std::move(attrs), kMac, true);
+  };
+  conv(x, {5, 7, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
+  conv(x, {5, 7, 3, 3}, {{"pads", I{1, 1, 1, 1}}, {"strides", I{2, 2}}});
+  conv(x, {5, 7, 5, 5}, {{"pads", I{2, 2, 2, 2}}});
+  conv(x, {5, 7, 5, 5}, {{"strides", I{2, 2}}}, false);
+  conv(x, {6, 7, 3, 3}, {{"pads", I{2, 2, 2, 2}}, {"dilations", I{2, 2}}});
+  conv(x, {3, 7, 3, 2}, {{"pads", I{0, 1, 2, 0}}, {"strides", I{1, 2}}});
+  conv(x, {4, 7, 3, 3}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", I{2, 2}}});
+  conv(x, {4, 7, 4, 4}, {{"auto_pad", std::string("SAME_LOWER")}});
+  conv(x, {33, 7, 3, 3}, {{"pads", I{1, 1, 1, 1}}});  // row tiles: 33 = 4*8 + 1
+  // Groups: two groups of three channels, depthwise, depthwise with multiplier 2.
+  conv({1, 6, 11, 13}, {4, 3, 3, 3}, {{"group", int64_t{2}}, {"pads", I{1, 1, 1, 1}}});
+  conv(x, {7, 1, 3, 3}, {{"group", int64_t{7}}, {"pads", I{1, 1, 1, 1}}});
+  conv(x, {7, 1, 3, 3}, {{"group", int64_t{7}}, {"pads", I{1, 1, 1, 1}}, {"strides", I{2, 2}}}, false);
+  conv(x, {14, 1, 5, 5}, {{"group", int64_t{7}}, {"pads", I{2, 2, 2, 2}}, {"dilations", I{2, 2}}});
+  // Pointwise (1x1) at several output-channel counts, and a strided 1x1.
+  for (int64_t oc : {1, 5, 8, 13, 17}) conv(x, {oc, 7, 1, 1}, {});
+  conv(x, {5, 7, 1, 1}, {{"strides", I{2, 2}}});
+  conv(x, {5, 7, 1, 1}, {{"pads", I{1, 1, 1, 1}}});
+  // Batch 2, a 1-D convolution, and a big spatial size (HW above the widest tile).
+  conv({2, 3, 9, 10}, {4, 3, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
+  conv({2, 3, 9, 10}, {4, 3, 1, 1}, {});
+  conv({1, 4, 29}, {3, 4, 5}, {{"pads", I{2, 1}}, {"strides", I{2}}});
+  conv({1, 2, 23, 17}, {3, 2, 3, 3}, {});
+  testing::Compiled c = k.run({}, GetParam());
+  EXPECT_GT(c.plan.arena_bytes, 0u) << "im2col panels live in the arena";
+}
+
+TEST_P(GemmKernelTest, FusedEpilogues) {
+  KernelCase k(500);
+  // Conv + Relu.
+  Node* c1 = k.inner("Conv", {k.input({1, 7, 11, 13}), k.weight({5, 7, 3, 3}), k.weight({5})}, {{"pads", I{1, 1, 1, 1}}});
+  k.output(k.inner("Relu", {c1->outputs[0]})->outputs[0]);
+  // Conv + Add(residual, a graph input) + Relu.
+  Value* res = k.input({1, 5, 11, 13});
+  Node* c2 = k.inner("Conv", {k.input({1, 7, 11, 13}), k.weight({5, 7, 3, 3}), k.weight({5})}, {{"pads", I{1, 1, 1, 1}}});
+  Node* a2 = k.inner("Add", {c2->outputs[0], res});
+  k.output(k.inner("Relu", {a2->outputs[0]})->outputs[0]);
+  // Pointwise Conv + Add(residual on the left) + Relu.
+  Value* res3 = k.input({1, 17, 6, 5});
+  Node* c3 = k.inner("Conv", {k.input({1, 7, 6, 5}), k.weight({17, 7, 1, 1})});
+  Node* a3 = k.inner("Add", {res3, c3->outputs[0]});
+  k.output(k.inner("Relu", {a3->outputs[0]})->outputs[0]);
+  // Depthwise Conv + Clip (ReLU6).
+  Node* c4 = k.inner("Conv", {k.input({1, 7, 11, 13}, -4, 4), k.weight({7, 1, 3, 3}), k.weight({7})},
+                     {{"group", int64_t{7}}, {"pads", I{1, 1, 1, 1}}});
+  k.output(k.inner("Clip", {c4->outputs[0]}, {{"min", 0.0f}, {"max", 0.5f}})->outputs[0]);
+  // Gemm + Clip; Gemm + per-row Mul + Sub(constant, anchor) + Sigmoid.
+  Node* g1 = k.inner("Gemm", {k.input({13, 9}), k.weight({9, 50}), k.weight({50})});
+  k.output(k.inner("Clip", {g1->outputs[0]}, {{"min", -0.25f}, {"max", 0.25f}})->outputs[0]);
+  Node* g2 = k.inner("Gemm", {k.input({5, 9}), k.input({9, 7})}, {{"alpha", 2.0f}});
+  Node* m2 = k.inner("Mul", {g2->outputs[0], k.weight({5, 1})});
+  Node* s2 = k.inner("Sub", {k.weight({7}), m2->outputs[0]});
+  k.output(k.inner("Sigmoid", {s2->outputs[0]})->outputs[0]);
+  // MatMul (batched) + bias + Tanh.
+  Node* mm = k.inner("MatMul", {k.input({2, 5, 7}), k.weight({7, 9})});
+  Node* ab = k.inner("Add", {mm->outputs[0], k.weight({9})});
+  k.output(k.inner("Tanh", {ab->outputs[0]})->outputs[0]);
+
+  testing::Compiled c = k.run(passes::fuse_epilogues, GetParam());
+  EXPECT_EQ(dispatch_count(c.plan), 7u);
+  for (const auto& n : k.graph().nodes()) {
+    EXPECT_TRUE(n->op_type == "Conv" || n->op_type == "Gemm" || n->op_type == "MatMul") << n->op_type;
+    EXPECT_FALSE(n->epilogue.empty()) << n->describe();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, GemmKernelTest, ::testing::Values("host", "x86_64-avx2", "x86_64"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string s = info.param;
+                           for (char& ch : s)
+                             if (ch == '-') ch = '_';
+                           return s;
+                         });
+
+// ---- single-dispatch fusion checks ---------------------------------------------------
+
+TEST(KernelFusionTest, ConvAddResidualReluIsOneDispatch) {
+  KernelCase k(600);
+  Value* x = k.input({1, 7, 11, 13});
+  Value* res = k.input({1, 6, 11, 13});
+  Node* conv = k.inner("Conv", {x, k.weight({6, 7, 3, 3}), k.weight({6})}, {{"pads", I{1, 1, 1, 1}}});
+  Node* add = k.inner("Add", {conv->outputs[0], res});
+  k.output(k.inner("Relu", {add->outputs[0]})->outputs[0]);
+  testing::Compiled c = k.run(passes::fuse_epilogues);
+  ASSERT_EQ(k.graph().nodes().size(), 1u);
+  EXPECT_EQ(k.graph().nodes()[0]->epilogue.size(), 2u);
+  ASSERT_EQ(c.plan.steps.size(), 1u);
+  EXPECT_EQ(c.plan.steps[0].kind, INGOT_STEP_DISPATCH);
+  EXPECT_EQ(c.source.kernel_symbols.size(), 1u);
+}
+
+TEST(KernelFusionTest, ElementwiseChainIsOneDispatch) {
+  KernelCase k(700);
+  Value* x = k.input({2, 3, 4, 5});
+  Value* y = k.input({2, 3, 4, 5});
+  Node* a = k.inner("Add", {x, y});
+  Node* m = k.inner("Mul", {a->outputs[0], k.weight({3, 1, 1})});
+  Node* s = k.inner("Sigmoid", {m->outputs[0]});
+  Node* d = k.inner("Div", {k.weight({5}, 1, 2), s->outputs[0]});
+  k.output(d->outputs[0]);
+  testing::Compiled c = k.run(passes::fuse_epilogues);
+  ASSERT_EQ(k.graph().nodes().size(), 1u);
+  EXPECT_EQ(k.graph().nodes()[0]->op_type, "Add");
+  EXPECT_EQ(dispatch_count(c.plan), 1u);
+  EXPECT_EQ(c.plan.steps.size(), 1u);
+}
+
+TEST(KernelFusionTest, SweepEpiloguesOnOpsThatDoNotApplyThemInline) {
+  KernelCase k(800);
+  Node* p = k.inner("MaxPool", {k.input({1, 3, 9, 9})}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}});
+  k.output(k.inner("Relu", {k.inner("Neg", {p->outputs[0]})->outputs[0]})->outputs[0]);
+  Node* t = k.inner("Transpose", {k.input({2, 3, 4})}, {{"perm", I{2, 0, 1}}});
+  k.output(k.inner("Mul", {t->outputs[0], k.weight({3})})->outputs[0]);
+  Node* sm = k.inner("Softmax", {k.input({3, 7})});
+  k.output(k.inner("Add", {sm->outputs[0], k.weight({3, 1})})->outputs[0]);
+  Node* ga = k.inner("GlobalAveragePool", {k.input({1, 4, 5, 5})});
+  k.output(k.inner("HardSwish", {ga->outputs[0]})->outputs[0]);
+  Node* ca = k.inner("Cast", {k.input_tensor(testing::random_i64({6}, 9, -5, 5))}, {{"to", int64_t{1}}});
+  k.output(k.inner("Abs", {ca->outputs[0]})->outputs[0]);
+  Node* cc = k.inner("Concat", {k.input({2, 2}), k.input({2, 3})}, {{"axis", int64_t{1}}});
+  k.output(k.inner("Tanh", {cc->outputs[0]})->outputs[0]);
+  testing::Compiled c = k.run(passes::fuse_epilogues);
+  EXPECT_EQ(dispatch_count(c.plan), 6u);
+}
+
+// ---- pooling, softmax, data movement -------------------------------------------------
+
+TEST(KernelTest, Pools) {
+  KernelCase k(900);
+  const Shape x = {1, 7, 11, 13};
+  k.op("MaxPool", {k.input(x)}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}});
+  k.op("MaxPool", {k.input(x)}, {{"kernel_shape", I{2, 2}}, {"strides", I{2, 2}}});
+  k.op("MaxPool", {k.input(x)}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"ceil_mode", int64_t{1}}});
+  k.op("MaxPool", {k.input(x)}, {{"kernel_shape", I{2, 3}}, {"dilations", I{2, 2}}, {"pads", I{1, 0, 2, 1}}});
+  k.op("MaxPool", {k.input(x)},
+       {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{0, 0, 1, 1}}, {"ceil_mode", int64_t{1}}});
+  k.op("MaxPool", {k.input({1, 3, 10})}, {{"kernel_shape", I{3}}, {"strides", I{2}}});
+  for (int64_t inc : {0, 1}) {
+    k.op("AveragePool", {k.input(x)},
+         {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", inc}});
+    k.op("AveragePool", {k.input(x)},
+         {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"ceil_mode", int64_t{1}}, {"count_include_pad", inc}});
+    k.op("AveragePool", {k.input(x)},
+         {{"kernel_shape", I{2, 4}}, {"strides", I{3, 2}}, {"pads", I{1, 2, 0, 1}}, {"ceil_mode", int64_t{1}},
+          {"count_include_pad", inc}});
+    k.op("AveragePool", {k.input(x)},
+         {{"kernel_shape", I{5, 5}}, {"pads", I{2, 2, 2, 2}}, {"count_include_pad", inc}});
+  }
+  k.op("AveragePool", {k.input({2, 3, 10})}, {{"kernel_shape", I{4}}, {"strides", I{3}}, {"pads", I{1, 1}}});
+  k.op("GlobalAveragePool", {k.input({2, 7, 11, 13})});
+  k.op("GlobalAveragePool", {k.input({1, 5, 1, 1})});
+  k.op("GlobalMaxPool", {k.input({2, 7, 11, 13})});
+  k.op("GlobalAveragePool", {k.input({1, 3, 17})});
+  k.run();
+}
+
+TEST(KernelTest, Softmax) {
+  KernelCase k(1000);
+  const Shape x = {3, 7, 11};
+  k.op("Softmax", {k.input(x)});
+  k.op("Softmax", {k.input(x)}, {{"axis", int64_t{1}}});
+  k.op("Softmax", {k.input(x)}, {{"axis", int64_t{0}}});
+  k.op("Softmax", {k.input(x, -50, 50)}, {{"axis", int64_t{-1}}});
+  k.op("Softmax", {k.input(x)}, {{"axis", int64_t{1}}}, Tolerance::magnitude(), false, 11);  // flattens 7x11
+  k.op("Softmax", {k.input({2, 1000})});
+  k.op("LogSoftmax", {k.input(x, -20, 20)}, {{"axis", int64_t{1}}});
+  k.op("LogSoftmax", {k.input({4, 5})});
+  k.run();
+}
+
+TEST(KernelTest, Transpose) {
+  KernelCase k(1100);
+  for (const I& perm : {I{0, 2, 1}, I{2, 0, 1}, I{1, 2, 0}, I{2, 1, 0}, I{1, 0, 2}})
+    k.op("Transpose", {k.input({2, 3, 5})}, {{"perm", perm}}, Tolerance::exact());
+  for (const I& perm : {I{0, 2, 3, 1}, I{0, 3, 1, 2}, I{3, 2, 1, 0}, I{1, 0, 3, 2}, I{2, 3, 0, 1}})
+    k.op("Transpose", {k.input({2, 3, 4, 5})}, {{"perm", perm}}, Tolerance::exact());
+  k.op("Transpose", {k.input({3, 7})}, {}, Tolerance::exact());
+  k.op("Transpose", {k.input_tensor(testing::random_i64({2, 3, 4}, 5, -1000, 1000))}, {{"perm", I{1, 2, 0}}},
+       Tolerance::exact());
+  k.run();
+}
+
+TEST(KernelTest, Concat) {
+  KernelCase k(1200);
+  for (int64_t axis = 0; axis < 4; ++axis) {
+    Shape a = {2, 3, 4, 5}, b = a, c = a;
+    b[axis] = 1;
+    c[axis] = 3;
+    k.op("Concat", {k.input(a), k.input(b), k.weight(c)}, {{"axis", axis}}, Tolerance::exact());
+  }
+  k.op("Concat", {k.input({2, 3}), k.input({2, 4})}, {{"axis", int64_t{-1}}}, Tolerance::exact());
+  k.op("Concat", {k.input({5}), k.input({1}), k.input({2})}, {{"axis", int64_t{0}}}, Tolerance::exact());
+  Value* i1 = k.input_tensor(testing::random_i64({2, 2}, 1, -9, 9));
+  Value* i2 = k.input_tensor(testing::random_i64({1, 2}, 2, -9, 9));
+  k.op("Concat", {i1, i2}, {{"axis", int64_t{0}}}, Tolerance::exact());
+  k.run();
+}
+
+TEST(KernelTest, Slice) {
+  KernelCase k(1300);
+  Value* x = k.input({5, 6, 7});
+  auto slice = [&](I starts, I ends, I axes, I steps) {
+    k.op("Slice",
+         {x, k.constant(testing::i64({(int64_t)starts.size()}, starts)),
+          k.constant(testing::i64({(int64_t)ends.size()}, ends)), k.constant(testing::i64({(int64_t)axes.size()}, axes)),
+          k.constant(testing::i64({(int64_t)steps.size()}, steps))},
+         {}, Tolerance::exact());
+  };
+  slice({1}, {4}, {0}, {1});
+  slice({0, 1}, {100, -1}, {1, 2}, {2, 3});
+  slice({-1}, {-100}, {2}, {-1});
+  slice({4, 5, 6}, {0, 0, 0}, {0, 1, 2}, {-2, -3, -4});
+  slice({-3, 2}, {1000, 5}, {-1, 0}, {1, 1});
+  slice({0}, {6}, {1}, {5});
+  k.op("Slice", {k.input_tensor(testing::random_i64({9}, 3, -50, 50)), k.constant(testing::i64({1}, {7})),
+                 k.constant(testing::i64({1}, {0})), k.constant(testing::i64({1}, {0})), k.constant(testing::i64({1}, {-2}))},
+       {}, Tolerance::exact());
+  k.run();
+}
+
+TEST(KernelTest, Gather) {
+  KernelCase k(1400);
+  Value* data = k.input({4, 5, 6});
+  k.op("Gather", {data, k.input_tensor(testing::random_i64({7}, 1, -4, 3))}, {}, Tolerance::exact());
+  k.op("Gather", {data, k.input_tensor(testing::random_i64({2, 3}, 2, -5, 4))}, {{"axis", int64_t{1}}},
+       Tolerance::exact());
+  k.op("Gather", {data, k.input_tensor(testing::random_i64({3}, 3, -6, 5))}, {{"axis", int64_t{-1}}},
+       Tolerance::exact());
+  k.op("Gather", {data, k.constant(testing::i64({2}, {-1, 2}))}, {{"axis", int64_t{2}}}, Tolerance::exact());
+  k.op("Gather", {data, k.constant(testing::i64({}, {-2}))}, {{"axis", int64_t{0}}}, Tolerance::exact());
+  k.op("Gather", {k.weight({10, 3}), k.input_tensor(testing::random_i64({2, 4}, 4, 0, 9))}, {}, Tolerance::exact());
+  k.op("Gather", {k.input_tensor(testing::random_i64({6}, 5, -100, 100)), k.input_tensor(testing::random_i64({4}, 6, -6, 5))},
+       {}, Tolerance::exact());
+  k.run();
+}
+
+TEST(KernelTest, Cast) {
+  KernelCase k(1500);
+  Tensor f = testing::random_f32({37}, 7, -100, 100);
+  f.data<float>()[0] = 0.0f;
+  f.data<float>()[1] = -0.75f;
+  f.data<float>()[2] = 2.5f;
+  Value* fx = k.input_tensor(f);
+  Value* ix = k.input_tensor(testing::random_i64({37}, 8, -100000, 100000));
+  k.op("Cast", {fx}, {{"to", int64_t{7}}}, Tolerance::exact());   // f32 → i64
+  k.op("Cast", {fx}, {{"to", int64_t{6}}}, Tolerance::exact());   // f32 → i32
+  k.op("Cast", {fx}, {{"to", int64_t{9}}}, Tolerance::exact());   // f32 → bool
+  k.op("Cast", {fx}, {{"to", int64_t{1}}}, Tolerance::exact());   // f32 → f32
+  k.op("Cast", {ix}, {{"to", int64_t{1}}}, Tolerance::exact());   // i64 → f32
+  k.op("Cast", {ix}, {{"to", int64_t{6}}}, Tolerance::exact());   // i64 → i32
+  k.op("Cast", {ix}, {{"to", int64_t{9}}}, Tolerance::exact());   // i64 → bool
+  k.run();
+}
+
+// ---- elementwise -----------------------------------------------------------------------
+
+TEST(KernelTest, UnaryOps) {
+  KernelCase k(1600);
+  const Shape s = {3, 5, 7};
+  k.op("Relu", {k.input(s)}, {}, Tolerance::exact());
+  k.op("LeakyRelu", {k.input(s)}, {{"alpha", 0.2f}});
+  k.op("LeakyRelu", {k.input(s)});
+  k.op("Clip", {k.input(s, -3, 3)}, {{"min", -1.0f}, {"max", 2.0f}}, Tolerance::exact());
+  k.op("Clip", {k.input(s, -3, 3)}, {{"max", 0.5f}}, Tolerance::exact());
+  k.op("Clip", {k.input(s, -3, 3)}, {{"min", 0.0f}}, Tolerance::exact());
+  k.op("Sigmoid", {k.input(s, -8, 8)});
+  k.op("Tanh", {k.input(s, -5, 5)});
+  k.op("Exp", {k.input(s, -5, 5)}, {}, Tolerance::relative(1e-5));
+  k.op("Erf", {k.input(s, -3, 3)});
+  k.op("Sqrt", {k.input(s, 0, 10)}, {}, Tolerance::relative(1e-6));
+  k.op("Neg", {k.input(s)}, {}, Tolerance::exact());
+  k.op("Abs", {k.input(s)}, {}, Tolerance::exact());
+  k.op("Reciprocal", {k.input(s, 0.5f, 4)}, {}, Tolerance::relative(1e-6));
+  k.op("HardSigmoid", {k.input(s, -4, 4)});
+  k.op("HardSigmoid", {k.input(s, -4, 4)}, {{"alpha", 0.5f}, {"beta", 0.25f}});
+  k.op("HardSwish", {k.input(s, -5, 5)});
+  k.run();
+}
+
+TEST(KernelTest, BinaryOpsWithBroadcasting) {
+  KernelCase k(1700);
+  const Shape full = {2, 3, 4, 5};
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {full, full},      {full, {5}},          {full, {3, 1, 1}},  {{2, 1, 4, 1}, {1, 3, 1, 5}},
+      {{4, 5}, full},    {full, {}},           {{}, full},         {{1}, {7}},
+      {{3, 1}, {1, 3}},  {{2, 3, 1, 5}, {4, 1}}};
+  for (const char* type : {"Add", "Sub", "Mul", "Div"}) {
+    for (const auto& [a, b] : shapes) {
+      bool div = std::string(type) == "Div";
+      k.op(type, {k.input(a), div ? k.input(b, 0.5f, 2) : k.input(b)}, {}, Tolerance::magnitude(1e-6));
+    }
+  }
+  // Constant operands on either side.
+  k.op("Mul", {k.weight({3, 1, 1}), k.input(full)}, {}, Tolerance::magnitude(1e-6));
+  k.op("Sub", {k.input(full), k.constant(testing::f32({}, {0.75f}))}, {}, Tolerance::magnitude(1e-6));
+  k.op("Pow", {k.input(full, 0.1f, 10), k.input(full, -3, 3)}, {}, Tolerance::relative(1e-5));
+  k.op("Pow", {k.input(full, -3, 3), k.constant(testing::f32({}, {2}))}, {}, Tolerance::relative(1e-6));
+  k.op("Pow", {k.input(full, 0, 3), k.constant(testing::f32({}, {0.5f}))}, {}, Tolerance::relative(1e-6));
+  k.op("Pow", {k.input(full, -3, 3), k.constant(testing::f32({}, {3}))}, {}, Tolerance::relative(1e-6));
+  // Integer arithmetic.
+  Value* ia = k.input_tensor(testing::random_i64({3, 4}, 11, -1000, 1000));
+  Value* ib = k.input_tensor(testing::random_i64({4}, 12, -1000, 1000));
+  k.op("Add", {ia, ib}, {}, Tolerance::exact());
+  k.op("Mul", {ia, ib}, {}, Tolerance::exact());
+  k.op("Sub", {ib, ia}, {}, Tolerance::exact());
+  k.run();
+}
+
+// The fast inline math (ingot_expf, ingot_tanhf, ingot_erff) against the exact
+// functions over [-10, 10]: relative error at most 1e-5.
+TEST(KernelTest, TranscendentalAccuracy) {
+  KernelCase k(1800);
+  const int64_t n = 40001;
+  Tensor x(DType::F32, {n});
+  for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = static_cast<float>(-10.0 + 20.0 * i / (n - 1));
+  Value* xv = k.input_tensor(x);
+  // Small magnitudes where the helpers switch formulas.
+  Tensor small(DType::F32, {2001});
+  for (int64_t i = 0; i < 2001; ++i) small.data<float>()[i] = static_cast<float>(-1.0 + 2.0 * i / 2000);
+  Value* sv = k.input_tensor(small);
+  for (const char* type : {"Sigmoid", "Tanh", "Exp", "Erf"}) {
+    k.op(type, {xv}, {}, Tolerance::relative(1e-5, 1e-30));
+    k.op(type, {sv}, {}, Tolerance::relative(1e-5, 1e-30));
+  }
+  k.op("Softmax", {k.input({4, 33}, -10, 10)}, {}, Tolerance::relative(1e-5, 1e-30));
+  k.op("LogSoftmax", {k.input({4, 33}, -10, 10)}, {}, Tolerance::magnitude(1e-5));
+  k.run();
+}
+
+// A small network through the whole pass pipeline: arena intermediates, aliases and
+// folded BatchNormalization, compared with the reference run of the unoptimized graph.
+TEST(KernelTest, SmallNetworkThroughDefaultPipeline) {
+  KernelCase k(1900);
+  Value* x = k.input({1, 3, 16, 16});
+  Node* c1 = k.inner("Conv", {x, k.weight({8, 3, 3, 3}), k.weight({8})}, {{"pads", I{1, 1, 1, 1}}});
+  Node* bn = k.inner("BatchNormalization", {c1->outputs[0], k.weight({8}, 0.5f, 1.5f), k.weight({8}),
+                                            k.weight({8}), k.weight({8}, 0.5f, 2.0f)});
+  Node* r1 = k.inner("Relu", {bn->outputs[0]});
+  Node* p1 = k.inner("MaxPool", {r1->outputs[0]}, {{"kernel_shape", I{2, 2}}, {"strides", I{2, 2}}});
+  Node* dw = k.inner("Conv", {p1->outputs[0], k.weight({8, 1, 3, 3}), k.weight({8})},
+                     {{"group", int64_t{8}}, {"pads", I{1, 1, 1, 1}}});
+  Node* add = k.inner("Add", {dw->outputs[0], p1->outputs[0]});
+  Node* r2 = k.inner("Clip", {add->outputs[0]}, {{"min", 0.0f}, {"max", 6.0f}});
+  Node* pw = k.inner("Conv", {r2->outputs[0], k.weight({12, 8, 1, 1})});
+  Node* bn2 = k.inner("BatchNormalization", {pw->outputs[0], k.weight({12}, 0.5f, 1.5f), k.weight({12}),
+                                             k.weight({12}), k.weight({12}, 0.5f, 2.0f)});
+  Node* gap = k.inner("GlobalAveragePool", {bn2->outputs[0]});
+  Node* fl = k.inner("Flatten", {gap->outputs[0]});
+  Node* fc = k.inner("Gemm", {fl->outputs[0], k.weight({10, 12}), k.weight({10})}, {{"transB", int64_t{1}}});
+  Node* sm = k.inner("Softmax", {fc->outputs[0]});
+  k.output(sm->outputs[0], Tolerance::magnitude(1e-5));
+  k.output(r2->outputs[0], Tolerance::magnitude(1e-4));
+  testing::Compiled c = k.run([](Graph& g) {
+    std::ostringstream log;
+    passes::default_pipeline().run(g, passes::PassOptions{}, log);
+  });
+  EXPECT_GT(c.plan.arena_bytes, 0u);
+  EXPECT_EQ(c.plan.alias_count, 1u);  // Flatten
+  for (const auto& n : k.graph().nodes()) EXPECT_NE(n->op_type, "BatchNormalization");
+}
+
+}  // namespace
+}  // namespace ingot
