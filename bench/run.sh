@@ -6,10 +6,10 @@
 #   --models      comma-separated subset of mlp, cnn_small, kws_dscnn, tiny_transformer,
 #                 mobilenet_v2, squeezenet1_1, resnet18, gemm1024 (default: all); the
 #                 `null` model is always measured (it gives the per-call floors)
-#   --rounds      alternating rounds per model and engine (default 5)
+#   --rounds      alternating rounds per model and engine (default 7)
 #   --iterations  timed iterations per engine and round (default: sized per model so that
 #                 each engine's round takes about --budget seconds, at least 5 iterations)
-#   --budget      seconds per engine and round when --iterations is not given (default 1.5)
+#   --budget      seconds per engine and round when --iterations is not given (default 1)
 #   --peak        use this single-core peak in GFLOP/s instead of measuring it
 #
 # Set-up it does when needed: installs onnxruntime-node into bench/node_modules, builds
@@ -34,12 +34,14 @@ while [ $# -gt 0 ]; do
     --peak) [ $# -ge 2 ] || { echo "bench/run.sh: --peak needs a value" >&2; exit 2; }
       PEAK=$2; shift 2 ;;
     --peak=*) PEAK=${1#--peak=}; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 
 step() { echo "== $*" >&2; }
+
+MODELS=$("$PY" bench/run_bench.py "${ARGS[@]}" --check-args)
 
 for tool in node npm cc "$PY"; do
   command -v "$tool" >/dev/null || { echo "bench/run.sh: '$tool' not found" >&2; exit 2; }
@@ -56,7 +58,7 @@ if [ ! -x build/bin/ingot ]; then
 fi
 
 step "exporting models into bench/models (cached)"
-"$PY" bench/export_models.py --out bench/models >&2
+"$PY" bench/export_models.py --out bench/models --only "$MODELS" >&2
 
 mkdir -p bench/work
 if [ ! -x bench/work/peak ] || [ bench/peak.c -nt bench/work/peak ]; then

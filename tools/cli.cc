@@ -4,6 +4,7 @@
 #include <map>
 #include <new>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -31,9 +32,9 @@ std::string one_line(std::string text) {
 
 void reject_flag_like(std::string_view option, const std::string& value) {
   if (!value.empty() && value.front() == '-') {
-    fail("{}: value '{}' looks like a flag; write the value right after the option, as in "
-         "{}=VALUE",
-         option, value, option);
+    fail("{}: value '{}' looks like a flag (an option left without its value takes the "
+         "next word)",
+         option, value);
   }
 }
 
@@ -58,7 +59,10 @@ int ingot_main(int argc, const char* const* argv, std::ostream& out, std::ostrea
         app.exit(e, out, err);
         return kExitOk;
       }
-      err << "error: " << one_line(e.what()) << " (see 'ingot --help')\n";
+      std::string help = "ingot --help";
+      std::vector<CLI::App*> started = app.get_subcommands();
+      if (started.size() == 1) help = "ingot " + started[0]->get_name() + " --help";
+      err << "error: " << one_line(e.what()) << " (see '" << help << "')\n";
       return kExitError;
     }
     std::vector<CLI::App*> chosen = app.get_subcommands();

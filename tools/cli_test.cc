@@ -224,8 +224,8 @@ TEST_F(ToolsCliTest, RunWritesOutputs) {
   r = ingot({"run", module_, kInput, "--output=", "--no-print"});
   EXPECT_EQ(r.status, kExitError);
   EXPECT_EQ(r.err,
-            "error: --output: value '--no-print' looks like a flag; write the value right after "
-            "the option, as in --output=VALUE\n");
+            "error: --output: value '--no-print' looks like a flag (an option left without its "
+            "value takes the next word)\n");
   r = ingot({"run", module_, kInput, "--output=@", "--output=@" + path("z.npy")});
   EXPECT_EQ(r.status, kExitError);
   EXPECT_EQ(r.err, "error: --output: expected @FILE.npy, got '@'\n");

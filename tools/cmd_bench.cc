@@ -95,7 +95,8 @@ CommandFn add_bench_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--input", args->inputs,
                   "One per model input, as for 'ingot run'; random values when none given")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name("TENSOR");
   cmd->add_option("--iterations", args->iterations, "Timed invocations")
       ->check(CLI::Range(1, 100000000))
       ->capture_default_str();

@@ -90,7 +90,9 @@ CommandFn add_compile_command(CLI::App& app) {
   cmd->add_option("MODEL", args->model, "ONNX model (.onnx)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", args->output, "Output file (the .ingot module)")->required();
+  cmd->add_option("-o,--output", args->output, "Output file (the .ingot module)")
+      ->required()
+      ->type_name("PATH");
   cmd->add_option("--target", args->target,
                   "Target: host, x86_64-avx512, x86_64-avx2, x86_64, generic")
       ->capture_default_str();
@@ -100,17 +102,20 @@ CommandFn add_compile_command(CLI::App& app) {
                   "embed: weights inside the module; external: in a file beside it")
       ->check(CLI::IsMember({"embed", "external"}))
       ->capture_default_str();
-  cmd->add_option("-O", args->opt, "Optimization: -O0, -O2 (default) or -Os");
+  cmd->add_option("-O", args->opt, "Optimization: -O0, -O2 (default) or -Os")->type_name("0|2|s");
   cmd->add_flag("--strip", args->strip, "Leave out the NAMES section (kernel and step names)");
   cmd->add_option("--dump-after", args->dump_after,
                   "Print the IR after PASS (repeatable or comma separated; 'all' for every pass)")
       ->delimiter(',')
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name("PASS");
   cmd->add_flag("--time-passes", args->time_passes, "Print the time each pass takes");
   cmd->add_option("--input-shape", args->input_shapes,
                   "Fix the shape of a model input: NAME:1x3x224x224 (repeatable)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name("NAME:DIMS");
   cmd->add_option("--cc", args->cc, "C compiler used to build the kernels")
+      ->type_name("PATH")
       ->capture_default_str();
   cmd->add_flag("--keep-temps", args->keep_temps,
                 "Keep the generated C sources in a temporary folder (debugging)");

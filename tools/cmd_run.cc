@@ -108,13 +108,16 @@ CommandFn add_run_command(CLI::App& app) {
   cmd->add_option("--input", args->inputs,
                   "One per model input, in order: @file.npy, or TYPE=VALUES such as "
                   "1x4xf32=1,2,3,4 (a scalar: f32=3)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name("TENSOR");
   cmd->add_option("--output", args->outputs,
                   "One per model output, in order: @file.npy to write it")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name("@FILE");
   cmd->add_option("--expected-output", args->expected,
                   "One per model output, in order: @file.npy or TYPE=VALUES to compare with")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->type_name("TENSOR");
   cmd->add_option("--atol", args->atol, "Absolute tolerance of the comparison")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -105,7 +105,7 @@ class KernelCase {
 };
 
 // Multiply-accumulate ops: error relative to sum |w * x| (plus |bias|).
-const Tolerance kMac = Tolerance::bound(1e-5, 1e-6);
+const Tolerance kMac = Tolerance::bound(1e-9, 0);
 
 size_t dispatch_count(const schedule::Plan& plan) {
   size_t n = 0;
