@@ -14,6 +14,11 @@ const std::map<std::string, OpDef>& table() {
     register_nn_ops(m);
     register_conv_ops(m);
     register_gemm_ops(m);
+    register_math_ops(m);
+    register_reduce_ops(m);
+    register_tensor_ops(m);
+    register_sequence_ops(m);
+    register_norm_ops(m);
     return m;
   }();
   return t;

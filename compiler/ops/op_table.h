@@ -81,5 +81,10 @@ void register_shape_ops(std::map<std::string, OpDef>& table);
 void register_nn_ops(std::map<std::string, OpDef>& table);
 void register_conv_ops(std::map<std::string, OpDef>& table);
 void register_gemm_ops(std::map<std::string, OpDef>& table);
+void register_math_ops(std::map<std::string, OpDef>& table);      // more elementwise math, logic, comparison
+void register_reduce_ops(std::map<std::string, OpDef>& table);    // reductions, ArgMax/ArgMin
+void register_tensor_ops(std::map<std::string, OpDef>& table);    // Split, Pad, Resize, Tile, Expand, Where, ...
+void register_sequence_ops(std::map<std::string, OpDef>& table);  // LSTM, GRU, RNN
+void register_norm_ops(std::map<std::string, OpDef>& table);      // LayerNorm, InstanceNorm, LRN, ...
 
 }  // namespace ingot::ops

@@ -1,0 +1,8 @@
+// tensor op family (see op_table.h for what an entry declares).
+#include "compiler/ops/op_table.h"
+
+namespace ingot::ops {
+
+void register_tensor_ops(std::map<std::string, OpDef>& table) { (void)table; }
+
+}  // namespace ingot::ops
