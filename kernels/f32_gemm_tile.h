@@ -33,16 +33,18 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, int64_t ldc
   }
   for (int64_t k = 0; k < K; ++k) {
     const float* bk = b + k * ldb;
+    /* Column vectors past |nr| are skipped outright (nr is a literal at every call
+     * site), so an edge tile costs only the vectors it needs. */
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, bk);
-    const __m512 b1 = _mm512_maskz_loadu_ps(m1, bk + 16);
-    const __m512 b2 = _mm512_maskz_loadu_ps(m2, bk + 32);
+    const __m512 b1 = nr > 16 ? _mm512_maskz_loadu_ps(m1, bk + 16) : _mm512_setzero_ps();
+    const __m512 b2 = nr > 32 ? _mm512_maskz_loadu_ps(m2, bk + 32) : _mm512_setzero_ps();
 #pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {
       if (r < mr) {
         const __m512 av = _mm512_set1_ps(a[r * lda + k * aks]);
         acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-        acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
-        acc[r][2] = _mm512_fmadd_ps(av, b2, acc[r][2]);
+        if (nr > 16) acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+        if (nr > 32) acc[r][2] = _mm512_fmadd_ps(av, b2, acc[r][2]);
       }
     }
   }
@@ -50,8 +52,8 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, int64_t ldc
   for (int r = 0; r < 8; ++r) {
     if (r < mr) {
       _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
-      _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
-      _mm512_mask_storeu_ps(c + r * ldc + 32, m2, acc[r][2]);
+      if (nr > 16) _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
+      if (nr > 32) _mm512_mask_storeu_ps(c + r * ldc + 32, m2, acc[r][2]);
     }
   }
 }
@@ -75,15 +77,15 @@ INGOT_INLINE void f32_gemm_tile_4x24_avx2(float* INGOT_RESTRICT c, int64_t ldc, 
   for (int64_t k = 0; k < K; ++k) {
     const float* bk = b + k * ldb;
     const __m256 b0 = _mm256_maskload_ps(bk, m0);
-    const __m256 b1 = _mm256_maskload_ps(bk + 8, m1);
-    const __m256 b2 = _mm256_maskload_ps(bk + 16, m2);
+    const __m256 b1 = nr > 8 ? _mm256_maskload_ps(bk + 8, m1) : _mm256_setzero_ps();
+    const __m256 b2 = nr > 16 ? _mm256_maskload_ps(bk + 16, m2) : _mm256_setzero_ps();
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
       if (r < mr) {
         const __m256 av = _mm256_broadcast_ss(a + r * lda + k * aks);
         acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
-        acc[r][2] = _mm256_fmadd_ps(av, b2, acc[r][2]);
+        if (nr > 8) acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+        if (nr > 16) acc[r][2] = _mm256_fmadd_ps(av, b2, acc[r][2]);
       }
     }
   }
@@ -91,8 +93,8 @@ INGOT_INLINE void f32_gemm_tile_4x24_avx2(float* INGOT_RESTRICT c, int64_t ldc, 
   for (int r = 0; r < 4; ++r) {
     if (r < mr) {
       _mm256_maskstore_ps(c + r * ldc, m0, acc[r][0]);
-      _mm256_maskstore_ps(c + r * ldc + 8, m1, acc[r][1]);
-      _mm256_maskstore_ps(c + r * ldc + 16, m2, acc[r][2]);
+      if (nr > 8) _mm256_maskstore_ps(c + r * ldc + 8, m1, acc[r][1]);
+      if (nr > 16) _mm256_maskstore_ps(c + r * ldc + 16, m2, acc[r][2]);
     }
   }
 }
@@ -140,12 +142,23 @@ INGOT_INLINE void f32_im2col_panel(float* INGOT_RESTRICT panel, int64_t NR, cons
           if (ih < 0 || ih >= H) {
             for (int64_t t = 0; t < run; ++t) row[j + t] = 0.0f;
           } else {
+            /* Columns t with 0 <= base + t*SW < W are copied, the rest are padding. */
             const float* INGOT_RESTRICT xr = x + (c * H + ih) * W;
             const int64_t base = ow * SW - PW + kw * DW;
-            for (int64_t t = 0; t < run; ++t) {
-              const int64_t iw = base + t * SW;
-              row[j + t] = (iw >= 0 && iw < W) ? xr[iw] : 0.0f;
+            int64_t lo = base >= 0 ? 0 : (-base + SW - 1) / SW;
+            int64_t hi = W - 1 - base >= 0 ? (W - 1 - base) / SW + 1 : 0;
+            if (lo > run) lo = run;
+            if (hi > run) hi = run;
+            if (hi < lo) hi = lo;
+            float* INGOT_RESTRICT dst = row + j;
+            for (int64_t t = 0; t < lo; ++t) dst[t] = 0.0f;
+            if (SW == 1) {
+              const float* INGOT_RESTRICT src = xr + base;
+              for (int64_t t = lo; t < hi; ++t) dst[t] = src[t];
+            } else {
+              for (int64_t t = lo; t < hi; ++t) dst[t] = xr[base + t * SW];
             }
+            for (int64_t t = hi; t < run; ++t) dst[t] = 0.0f;
           }
           j += run;
           ow = 0;

@@ -1,5 +1,6 @@
 // ingot bench MODULE [--input=...] [--iterations=N] [--warmup=N] [--json]: latency of
 // ingot_invoke over many runs.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "compiler/ir/error.h"
 #include "tools/commands.h"
+#include "tools/module_view.h"
 #include "tools/session.h"
 #include "tools/stats.h"
 
@@ -25,7 +27,46 @@ struct BenchArgs {
   int warmup = 10;
   uint64_t seed = 0;
   bool json = false;
+  bool per_step = false;
 };
+
+// Accumulates the time each step takes, for --per-step.
+struct StepProfile {
+  std::vector<double> total_us;
+  std::chrono::steady_clock::time_point started;
+
+  static void observe(void* data, uint32_t step, int phase) {
+    auto* self = static_cast<StepProfile*>(data);
+    const auto now = std::chrono::steady_clock::now();
+    if (phase == 0) {
+      self->started = now;
+    } else {
+      self->total_us[step] += std::chrono::duration<double, std::micro>(now - self->started).count();
+    }
+  }
+};
+
+void print_step_profile(Session& session, int iterations, Streams& streams) {
+  const ingot_module_t& m = session.module();
+  StepProfile profile;
+  profile.total_us.assign(m.plan->step_count, 0.0);
+  for (int i = 0; i < iterations; ++i) session.invoke_observed(&StepProfile::observe, &profile);
+  const ModuleNames names = parse_names(m.names, m.names_size, m.plan->kernel_count, m.plan->step_count);
+  std::vector<uint32_t> order(m.plan->step_count);
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return profile.total_us[a] > profile.total_us[b]; });
+  double sum = 0;
+  for (double t : profile.total_us) sum += t;
+  streams.out << fmt::format("per step (mean of {} observed runs; observing adds a little time):\n", iterations);
+  streams.out << fmt::format("{:>5} {:>10} {:>6}  {:<44} {}\n", "step", "us", "%", "kernel", "label");
+  for (uint32_t s : order) {
+    const ingot_step_t& step = m.steps[s];
+    std::string kernel = step.kind == INGOT_STEP_DISPATCH ? kernel_label(names, step.kernel) : "(copy)";
+    std::string label = s < names.steps.size() ? names.steps[s] : "";
+    streams.out << fmt::format("{:>5} {:>10.2f} {:>5.1f}%  {:<44} {}\n", s, profile.total_us[s] / iterations,
+                               sum > 0 ? 100.0 * profile.total_us[s] / sum : 0.0, kernel, label);
+  }
+}
 
 int run_bench(const BenchArgs& args, Streams& streams) {
   for (const std::string& value : args.inputs) reject_flag_like("--input", value);
@@ -69,6 +110,7 @@ int run_bench(const BenchArgs& args, Streams& streams) {
     };
     if (random_inputs) report["seed"] = args.seed;
     streams.out << report.dump(2) << "\n";
+    if (args.per_step) print_step_profile(session, std::max(1, args.iterations / 4), streams);
     return kExitOk;
   }
   streams.out << fmt::format("module: {}\n", args.module);
@@ -82,6 +124,7 @@ int run_bench(const BenchArgs& args, Streams& streams) {
                              "{:>10.2f}  us\n",
                              stats.min, stats.median, stats.p90, stats.p99, stats.max, stats.mean,
                              stats.stddev);
+  if (args.per_step) print_step_profile(session, std::max(1, args.iterations / 4), streams);
   return kExitOk;
 }
 
@@ -105,6 +148,7 @@ CommandFn add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of a table");
+  cmd->add_flag("--per-step", args->per_step, "Also time each plan step (kernel and label), slowest first");
   return [args](Streams& streams) { return run_bench(*args, streams); };
 }
 

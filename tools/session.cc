@@ -129,6 +129,14 @@ void Session::invoke() {
   }
 }
 
+void Session::invoke_observed(ingot_step_observer_t observer, void* data) {
+  ingot_status_t status =
+      ingot_invoke_observed(&context_, input_pointers_.data(), output_pointers_.data(), observer, data);
+  if (status != INGOT_OK) {
+    fail("invoking '{}' failed: {}", path(), ingot_status_string(status));
+  }
+}
+
 Tensor Session::output(size_t index) const {
   const TensorInfo& info = outputs_.at(index);
   Tensor tensor;

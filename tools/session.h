@@ -63,6 +63,8 @@ class Session {
   void set_inputs(const std::vector<Tensor>& tensors);
   // Runs the plan once with the current inputs. Throws ingot::Error on a failed status.
   void invoke();
+  // invoke, calling |observer| around every step (per-step profiling).
+  void invoke_observed(ingot_step_observer_t observer, void* data);
   // Output |index| of the last invoke, copied out.
   Tensor output(size_t index) const;
 

@@ -5,6 +5,7 @@
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/gemm_lowering.h"
 #include "compiler/ops/window.h"
+#include "ingot/abi.h"
 
 namespace ingot::ops {
 
@@ -130,6 +131,32 @@ std::string lower_conv(LoweringContext& ctx) {
         "  }}\n",
         fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
         fmt::arg("OCHW", c.OC * HW), fmt::arg("loops", emit_gemm_loops(loops, tile)));
+  }
+  if (c.ICG == 1 && c.OCG == 1) {
+    // Depthwise: one plane per channel, vectorized over output columns; the
+    // epilogue then sweeps the plane while it is in cache.
+    bool avx512 = (ctx.target_features & INGOT_FEATURE_AVX512F) != 0;
+    std::string kernel = avx512 ? "f32_dwconv2d_plane_avx512" : "f32_dwconv2d_plane_portable";
+    ctx.headers.insert("f32_dwconv2d.h");
+    ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s{}_{}_{}", g.KH, g.KW, g.SW, avx512 ? "avx512" : "portable",
+                                  shape_str(node.outputs[0]->shape));
+    return fmt::format(
+        "  for (int64_t n = 0; n < {N}; ++n)\n"
+        "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
+        "      float* plane = {y} + (n * {OC} + oc) * {OHW};\n"
+        "      {kernel}(plane, {x} + (n * {C} + oc) * {HW}, {w} + oc * {KK}, {H}, {W}, {OH}, {OW}, {KH}, {KW}, {SH}, {SW}, {PH}, {PW}, {DH}, {DW});\n"
+        "      for (int64_t j = 0; j < {OHW}; ++j) {{\n"
+        "        float v = plane[j]{bias};\n"
+        "{ep}"
+        "        plane[j] = v;\n"
+        "      }}\n"
+        "    }}\n",
+        fmt::arg("N", g.N), fmt::arg("OC", c.OC), fmt::arg("y", ctx.out[0]), fmt::arg("OHW", HW), fmt::arg("kernel", kernel),
+        fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C), fmt::arg("HW", g.H * g.W), fmt::arg("w", ctx.in[1]),
+        fmt::arg("KK", g.KH * g.KW), fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("OH", g.OH), fmt::arg("OW", g.OW),
+        fmt::arg("KH", g.KH), fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("SW", g.SW), fmt::arg("PH", g.PH),
+        fmt::arg("PW", g.PW), fmt::arg("DH", g.DH), fmt::arg("DW", g.DW), fmt::arg("bias", bias),
+        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + j", c.OC, HW))));
   }
   ctx.headers.insert("f32_conv2d.h");
   ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}_g{}_direct_{}", g.KH, g.KW, g.SW, c.G,

@@ -1,0 +1,85 @@
+/* f32 depthwise 2-D convolution over one NCHW plane (one channel, its KH*KW taps).
+ *
+ * AVX-512: 16 output columns per vector. Padding is handled with masked loads, so
+ * there is no per-element bounds test and edge columns cost the same as the middle;
+ * stride 1 loads contiguous input, other strides gather. The portable version is the
+ * plain loop nest (the compiler vectorizes it over output columns). */
+#ifndef INGOT_F32_DWCONV2D_H_
+#define INGOT_F32_DWCONV2D_H_
+
+#include "ingot_kernel_common.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+/* Lanes l in [lo, hi) set (clamped to 0..16). */
+INGOT_INLINE __mmask16 f32_dwconv_lane_mask(int64_t lo, int64_t hi) {
+  if (lo < 0) lo = 0;
+  if (hi > 16) hi = 16;
+  if (hi <= lo) return 0;
+  const uint32_t upto_hi = hi >= 16 ? 0xFFFFu : ((1u << hi) - 1u);
+  const uint32_t below_lo = (1u << lo) - 1u;
+  return (__mmask16)(upto_hi & ~below_lo);
+}
+
+INGOT_INLINE void f32_dwconv2d_plane_avx512(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x,
+                                            const float* INGOT_RESTRICT w, int64_t H, int64_t W, int64_t OH,
+                                            int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PH,
+                                            int64_t PW, int64_t DH, int64_t DW) {
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    for (int64_t ow0 = 0; ow0 < OW; ow0 += 16) {
+      const __mmask16 out_mask = f32_dwconv_lane_mask(0, OW - ow0);
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const int64_t ih = oh * SH - PH + kh * DH;
+        if (ih < 0 || ih >= H) continue;
+        const float* xr = x + ih * W;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          /* Input column of lane l: (ow0 + l) * SW + kw * DW - PW, valid in [0, W). */
+          const int64_t first = ow0 * SW + kw * DW - PW;
+          __m512 v;
+          if (SW == 1) {
+            const __mmask16 m = out_mask & f32_dwconv_lane_mask(-first, W - first);
+            v = _mm512_maskz_loadu_ps(m, xr + first);
+          } else {
+            const int64_t lo = first >= 0 ? 0 : (-first + SW - 1) / SW;
+            const int64_t hi = W - first > 0 ? (W - first + SW - 1) / SW : 0;
+            const __mmask16 m = out_mask & f32_dwconv_lane_mask(lo, hi);
+            const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int32_t)first),
+                                                 _mm512_mullo_epi32(lane, _mm512_set1_epi32((int32_t)SW)));
+            v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, xr, 4);
+          }
+          acc = _mm512_fmadd_ps(_mm512_set1_ps(w[kh * KW + kw]), v, acc);
+        }
+      }
+      _mm512_mask_storeu_ps(y + oh * OW + ow0, out_mask, acc);
+    }
+  }
+}
+#endif
+
+INGOT_INLINE void f32_dwconv2d_plane_portable(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x,
+                                              const float* INGOT_RESTRICT w, int64_t H, int64_t W, int64_t OH,
+                                              int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                                              int64_t PH, int64_t PW, int64_t DH, int64_t DW) {
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    float* INGOT_RESTRICT yr = y + oh * OW;
+    for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = 0.0f;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      const int64_t ih = oh * SH - PH + kh * DH;
+      if (ih < 0 || ih >= H) continue;
+      const float* INGOT_RESTRICT xr = x + ih * W;
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const int64_t shift = kw * DW - PW;
+        int64_t lo = shift >= 0 ? 0 : (-shift + SW - 1) / SW;
+        int64_t hi = (W - 1 - shift) >= 0 ? (W - 1 - shift) / SW + 1 : 0;
+        if (hi > OW) hi = OW;
+        const float wv = w[kh * KW + kw];
+        for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * SW + shift];
+      }
+    }
+  }
+}
+
+#endif /* INGOT_F32_DWCONV2D_H_ */
