@@ -121,6 +121,18 @@ INGOT_INLINE void f32_gemm_tile_4x16_portable(float* INGOT_RESTRICT c, int64_t l
         if (j < nr) c[r * ldc + j] = acc[r][j];
 }
 
+/* Copies columns [n0, n0 + nr) of row-major B[K, *] (row stride ldb) into a
+ * contiguous panel[k * NR + j]: tiles then read B rows from one cache-friendly
+ * block instead of K rows a large power-of-two stride apart. */
+INGOT_INLINE void f32_pack_panel(float* INGOT_RESTRICT panel, int64_t NR, const float* INGOT_RESTRICT b, int64_t ldb,
+                                 int64_t K, int64_t n0, int64_t nr) {
+  for (int64_t k = 0; k < K; ++k) {
+    const float* INGOT_RESTRICT src = b + k * ldb + n0;
+    float* INGOT_RESTRICT dst = panel + k * NR;
+    for (int64_t j = 0; j < nr; ++j) dst[j] = src[j];
+  }
+}
+
 /* One im2col panel for a convolution over one image: columns [n0, n0 + nr) of the
  * virtual matrix B[K = C*KH*KW, N = OH*OW], written as panel[k * NR + j]; zeros where
  * the window reads padding. Each (c, kh, kw) row is copied as runs of output columns

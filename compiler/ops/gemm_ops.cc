@@ -95,6 +95,12 @@ std::string lower_gemm(LoweringContext& ctx) {
     loops.M = g.M;
     loops.N = g.N;
     loops.K = g.K;
+    if (!ctx.scratch.empty()) {
+      loops.packed_b = ctx.scratch;
+      loops.pack_b = [&](const std::string& n0, int64_t nr) {
+        return fmt::format("    f32_pack_panel({}, {}, {}, {}, {}, {}, {});\n", ctx.scratch, tile.nr, ctx.in[1], g.N, g.K, n0, nr);
+      };
+    }
     std::string tile_scale = g.alpha == 1.0f ? "row[j]" : fmt::format("{} * row[j]", c_float(g.alpha));
     loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
       std::string tile_bias;
@@ -218,6 +224,12 @@ std::string lower_matmul(LoweringContext& ctx) {
                                 tile.kernel.substr(tile.kernel.rfind('_') + 1));
   GemmLoops loops{.c = std::string("yb"), .a = std::string("ab"), .b = std::string("bb"), .ldc = g.N, .lda = g.K,
                   .aks = 1, .ldb = g.N, .M = g.M, .N = g.N, .K = g.K};
+  if (!ctx.scratch.empty()) {
+    loops.packed_b = ctx.scratch;
+    loops.pack_b = [&](const std::string& n0, int64_t nr) {
+      return fmt::format("    f32_pack_panel({}, {}, bb, {}, {}, {}, {});\n", ctx.scratch, tile.nr, g.N, g.K, n0, nr);
+    };
+  }
   if (ctx.epilogue) {
     loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
       return fmt::format(
@@ -246,13 +258,29 @@ std::string lower_matmul(LoweringContext& ctx) {
       fmt::arg("KN", g.K * g.N), fmt::arg("y", ctx.out[0]), fmt::arg("MN", g.M * g.N), fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }
 
+// B panels are packed into scratch when enough rows share them to repay the copy.
+constexpr int64_t kPackMinRows = 16;
+constexpr int64_t kWidestTile = 48;
+
+uint64_t gemm_scratch_bytes(const Node& node) {
+  GemmGeometry g = gemm_geometry(node);
+  if (g.trans_b || g.M < kPackMinRows) return 0;
+  return static_cast<uint64_t>(g.K) * kWidestTile * sizeof(float);
+}
+
+uint64_t matmul_scratch_bytes(const Node& node) {
+  MatMulGeometry g = matmul_geometry(node);
+  if (g.M < kPackMinRows) return 0;
+  return static_cast<uint64_t>(g.K) * kWidestTile * sizeof(float);
+}
+
 void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }
 
 }  // namespace
 
 void register_gemm_ops(std::map<std::string, OpDef>& t) {
-  add(t, {.type = "Gemm", .infer = infer_gemm, .reference = reference_gemm, .lower = lower_gemm});
-  add(t, {.type = "MatMul", .infer = infer_matmul, .reference = reference_matmul, .lower = lower_matmul});
+  add(t, {.type = "Gemm", .infer = infer_gemm, .reference = reference_gemm, .lower = lower_gemm, .scratch_bytes = gemm_scratch_bytes});
+  add(t, {.type = "MatMul", .infer = infer_matmul, .reference = reference_matmul, .lower = lower_matmul, .scratch_bytes = matmul_scratch_bytes});
 }
 
 }  // namespace ingot::ops
