@@ -121,6 +121,67 @@ INGOT_INLINE void f32_gemm_tile_4x16_portable(float* INGOT_RESTRICT c, int64_t l
         if (j < nr) c[r * ldc + j] = acc[r][j];
 }
 
+#if defined(__AVX512F__)
+/* Stride-1 convolution tile without im2col: on an input plane padded to width Wp,
+ * output pixel n (in padded-width numbering) of tap (ic, kh, kw) reads
+ * xp[ic * plane + kh * DH * Wp + kw * DW + n], a plain shift of the padded plane, so
+ * B rows are read in place. C gets [mr x nr] in padded-width numbering (row stride
+ * ldc); the caller drops the Wp - OW junk columns. a holds W[OC, IC*KH*KW]. */
+INGOT_INLINE void f32_conv_tile_8x48_avx512(float* INGOT_RESTRICT c, int64_t ldc, const float* INGOT_RESTRICT a,
+                                            int64_t lda, const float* INGOT_RESTRICT xp, int64_t plane,
+                                            int64_t Wp, int64_t IC, int64_t KH, int64_t KW, int64_t DH,
+                                            int64_t DW, int64_t mr, int64_t nr) {
+  __m512 acc[8][3];
+  const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
+  const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : (nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u));
+  const __mmask16 m2 = nr >= 48 ? (__mmask16)0xFFFF : (nr <= 32 ? (__mmask16)0 : (__mmask16)((1u << (nr - 32)) - 1u));
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) acc[r][0] = acc[r][1] = acc[r][2] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (int64_t ic = 0; ic < IC; ++ic) {
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      const float* row = xp + ic * plane + kh * DH * Wp;
+      for (int64_t kw = 0; kw < KW; ++kw, ++k) {
+        const float* bk = row + kw * DW;
+        const __m512 b0 = _mm512_maskz_loadu_ps(m0, bk);
+        const __m512 b1 = nr > 16 ? _mm512_maskz_loadu_ps(m1, bk + 16) : _mm512_setzero_ps();
+        const __m512 b2 = nr > 32 ? _mm512_maskz_loadu_ps(m2, bk + 32) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) {
+          if (r < mr) {
+            const __m512 av = _mm512_set1_ps(a[r * lda + k]);
+            acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+            if (nr > 16) acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+            if (nr > 32) acc[r][2] = _mm512_fmadd_ps(av, b2, acc[r][2]);
+          }
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) {
+    if (r < mr) {
+      _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
+      if (nr > 16) _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
+      if (nr > 32) _mm512_mask_storeu_ps(c + r * ldc + 32, m2, acc[r][2]);
+    }
+  }
+}
+#endif
+
+/* Copies C planes of H x W into zero-filled planes of Hp x Wp at (PH, PW); |tail|
+ * extra zero floats follow the last plane (shifted tile reads may run past it). */
+INGOT_INLINE void f32_pad_planes(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, int64_t C, int64_t H,
+                                 int64_t W, int64_t Hp, int64_t Wp, int64_t PH, int64_t PW, int64_t tail) {
+  for (int64_t i = 0; i < C * Hp * Wp + tail; ++i) dst[i] = 0.0f;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t h = 0; h < H; ++h) {
+      float* INGOT_RESTRICT d = dst + (c * Hp + h + PH) * Wp + PW;
+      const float* INGOT_RESTRICT s = src + (c * H + h) * W;
+      for (int64_t w = 0; w < W; ++w) d[w] = s[w];
+    }
+}
+
 /* Copies columns [n0, n0 + nr) of row-major B[K, *] (row stride ldb) into a
  * contiguous panel[k * NR + j]: tiles then read B rows from one cache-friendly
  * block instead of K rows a large power-of-two stride apart. */

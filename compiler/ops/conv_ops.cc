@@ -1,4 +1,5 @@
 // Conv: direct convolution for KxK windows, a GEMM for 1x1 (pointwise).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -79,6 +80,57 @@ std::string lower_conv(LoweringContext& ctx) {
   bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
                    g.PW_END == 0 && c.G == 1;
   int64_t HW = g.OH * g.OW;
+  bool shifted = c.G == 1 && !pointwise && g.SH == 1 && g.SW == 1 && (ctx.target_features & INGOT_FEATURE_AVX512F);
+  if (shifted) {
+    // Stride-1 convolution as GEMM without im2col: the input is copied once into
+    // zero-padded planes of width Wp, where every tap is a shift of the flat plane;
+    // tiles run over output pixels numbered in that padded width and the epilogue
+    // stores only the OW real columns of each row.
+    int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+    int64_t K = g.C * g.KH * g.KW, Np = g.OH * Wp;
+    int64_t tail = (g.KW - 1) * g.DW + 16;
+    int64_t padded = (g.C * Hp * Wp + tail + 15) / 16 * 16;
+    ctx.headers.insert("f32_gemm_tile.h");
+    GemmTile tile{"f32_conv_tile_8x48_avx512", 8, 48};
+    GemmLoops loops;
+    loops.M = c.OC;
+    loops.N = Np;
+    loops.K = K;
+    loops.tile_call = [&, K, Hp, Wp](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+      return fmt::format("      f32_conv_tile_8x48_avx512(ct, 48, {} + ({}) * {}, {}, xp + {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n",
+                         ctx.in[1], m0, K, K, n0, Hp * Wp, Wp, g.C, g.KH, g.KW, g.DH, g.DW, mr, nr);
+    };
+    loops.after_tile = [&, Wp](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+      return fmt::format(
+          "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
+          "        const int64_t oc = {m0} + r;\n"
+          "        for (int64_t j = 0; j < {nr}; ++j) {{\n"
+          "          const int64_t np = {n0} + j, oh = np / {Wp}, ow = np - oh * {Wp};\n"
+          "          if (ow >= {OW}) continue;\n"
+          "          float v = ct[r * 48 + j]{bias};\n"
+          "{ep}"
+          "          yn[oc * {OHW} + oh * {OW} + ow] = v;\n"
+          "        }}\n"
+          "      }}\n",
+          fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("Wp", Wp),
+          fmt::arg("OW", g.OW), fmt::arg("bias", bias), fmt::arg("OHW", HW),
+          fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
+    };
+    ctx.kernel_name = fmt::format("f32_conv{}x{}_s1_shifted_gemm_avx512_{}", g.KH, g.KW, shape_str(node.outputs[0]->shape));
+    return fmt::format(
+        "  float* xp = {scratch};\n"
+        "  float* ct = {scratch} + {padded};\n"
+        "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+        "    const float* xn = {x} + n * {CHW};\n"
+        "    float* yn = {y} + n * {OCHW};\n"
+        "    f32_pad_planes(xp, xn, {C}, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, {tail});\n"
+        "{loops}"
+        "  }}\n",
+        fmt::arg("scratch", ctx.scratch), fmt::arg("padded", padded), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]),
+        fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C),
+        fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("PH", g.PH),
+        fmt::arg("PW", g.PW), fmt::arg("tail", tail), fmt::arg("loops", emit_gemm_loops(loops, tile)));
+  }
   if (c.G == 1) {
     // Convolution as GEMM per image: Y[OC, OH*OW] = W[OC, C*KH*KW] * B, where B is the
     // input itself for a pointwise convolution and an im2col panel per column tile
@@ -192,7 +244,15 @@ uint64_t conv_scratch_bytes(const Node& node) {
   bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
                    g.PW_END == 0;
   if (c.G != 1 || pointwise) return 0;
-  return static_cast<uint64_t>(g.C * g.KH * g.KW) * 48 * sizeof(float);
+  uint64_t im2col = static_cast<uint64_t>(g.C * g.KH * g.KW) * 48;
+  uint64_t shifted = 0;
+  if (g.SH == 1 && g.SW == 1) {
+    // Padded planes (+ tail) and one 8x48 C tile; see lower_conv.
+    int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+    int64_t tail = (g.KW - 1) * g.DW + 16;
+    shifted = static_cast<uint64_t>((g.C * Hp * Wp + tail + 15) / 16 * 16 + 8 * 48);
+  }
+  return std::max(im2col, shifted) * sizeof(float);
 }
 
 void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }

@@ -31,6 +31,9 @@ struct GemmLoops {
   // Emits code applied to the finished tile rows [m0, m0+mr) x cols [n0, n0+nr):
   // called with (m0 expr, mr literal, n0 expr, nr literal). Empty: none.
   std::function<std::string(const std::string& m0, int64_t mr, const std::string& n0, int64_t nr)> after_tile{};
+  // Replaces the tile call itself (same arguments as after_tile), for tiles that
+  // address B their own way (shifted convolution planes).
+  std::function<std::string(const std::string& m0, int64_t mr, const std::string& n0, int64_t nr)> tile_call{};
 };
 
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& tile);
