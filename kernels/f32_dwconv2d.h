@@ -82,4 +82,23 @@ INGOT_INLINE void f32_dwconv2d_plane_portable(float* INGOT_RESTRICT y, const flo
   }
 }
 
+/* Stride-1 depthwise plane on a zero-padded copy: |xp| is the plane padded to
+ * Hp x Wp (plus a tail of at least (KW-1)*DW zeros), |yp| receives OH x Wp outputs in
+ * padded-width numbering (columns past OW are junk the caller drops). Every tap is
+ * one long contiguous multiply-add over the flat plane, so it vectorizes fully
+ * whatever the plane's width. */
+INGOT_INLINE void f32_dwconv2d_shifted_plane(float* INGOT_RESTRICT yp, const float* INGOT_RESTRICT xp,
+                                             const float* INGOT_RESTRICT w, int64_t OH, int64_t Wp, int64_t KH,
+                                             int64_t KW, int64_t DH, int64_t DW) {
+  const int64_t n = OH * Wp;
+  for (int64_t i = 0; i < n; ++i) yp[i] = 0.0f;
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const float wv = w[kh * KW + kw];
+      const float* INGOT_RESTRICT src = xp + kh * DH * Wp + kw * DW;
+      for (int64_t i = 0; i < n; ++i) yp[i] += wv * src[i];
+    }
+  }
+}
+
 #endif /* INGOT_F32_DWCONV2D_H_ */

@@ -184,6 +184,38 @@ std::string lower_conv(LoweringContext& ctx) {
         fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
         fmt::arg("OCHW", c.OC * HW), fmt::arg("loops", emit_gemm_loops(loops, tile)));
   }
+  if (c.ICG == 1 && c.OCG == 1 && g.SH == 1 && g.SW == 1 && !ctx.scratch.empty()) {
+    // Stride-1 depthwise: pad each plane once, then every tap is a contiguous
+    // multiply-add over the flat padded plane; the epilogue keeps the OW real columns.
+    int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+    int64_t tail = (g.KW - 1) * g.DW + 16;
+    int64_t padded = (Hp * Wp + tail + 15) / 16 * 16;
+    ctx.headers.insert("f32_dwconv2d.h");
+    ctx.headers.insert("f32_gemm_tile.h");
+    ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s1_shifted_{}", g.KH, g.KW, shape_str(node.outputs[0]->shape));
+    return fmt::format(
+        "  float* xp = {scratch};\n"
+        "  float* yp = {scratch} + {padded};\n"
+        "  for (int64_t n = 0; n < {N}; ++n)\n"
+        "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
+        "      f32_pad_planes(xp, {x} + (n * {C} + oc) * {HW}, 1, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, {tail});\n"
+        "      f32_dwconv2d_shifted_plane(yp, xp, {w} + oc * {KK}, {OH}, {Wp}, {KH}, {KW}, {DH}, {DW});\n"
+        "      float* plane = {y} + (n * {OC} + oc) * {OHW};\n"
+        "      for (int64_t oh = 0; oh < {OH}; ++oh)\n"
+        "        for (int64_t ow = 0; ow < {OW}; ++ow) {{\n"
+        "          float v = yp[oh * {Wp} + ow]{bias};\n"
+        "{ep}"
+        "          plane[oh * {OW} + ow] = v;\n"
+        "        }}\n"
+        "    }}\n",
+        fmt::arg("scratch", ctx.scratch), fmt::arg("padded", padded), fmt::arg("N", g.N), fmt::arg("OC", c.OC),
+        fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C), fmt::arg("HW", g.H * g.W), fmt::arg("H", g.H), fmt::arg("W", g.W),
+        fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("tail", tail),
+        fmt::arg("w", ctx.in[1]), fmt::arg("KK", g.KH * g.KW), fmt::arg("OH", g.OH), fmt::arg("KH", g.KH),
+        fmt::arg("KW", g.KW), fmt::arg("DH", g.DH), fmt::arg("DW", g.DW), fmt::arg("y", ctx.out[0]),
+        fmt::arg("OHW", HW), fmt::arg("OW", g.OW), fmt::arg("bias", bias),
+        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
+  }
   if (c.ICG == 1 && c.OCG == 1) {
     // Depthwise: one plane per channel, vectorized over output columns; the
     // epilogue then sweeps the plane while it is in cache.
@@ -243,6 +275,12 @@ uint64_t conv_scratch_bytes(const Node& node) {
   const Window& g = c.win;
   bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
                    g.PW_END == 0;
+  if (c.ICG == 1 && c.OCG == 1 && g.SH == 1 && g.SW == 1) {
+    // Depthwise, stride 1: one padded plane (+ tail) and one padded-width output plane.
+    int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+    int64_t tail = (g.KW - 1) * g.DW + 16;
+    return static_cast<uint64_t>((Hp * Wp + tail + 15) / 16 * 16 + g.OH * Wp) * sizeof(float);
+  }
   if (c.G != 1 || pointwise) return 0;
   uint64_t im2col = static_cast<uint64_t>(g.C * g.KH * g.KW) * 48;
   uint64_t shifted = 0;
