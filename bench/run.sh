@@ -9,7 +9,7 @@
 #   --rounds      alternating rounds per model and engine (default 7)
 #   --iterations  timed iterations per engine and round (default: sized per model so that
 #                 each engine's round takes about --budget seconds, at least 5 iterations)
-#   --budget      seconds per engine and round when --iterations is not given (default 1)
+#   --budget      seconds per engine and round when --iterations is not given (default 1.5)
 #   --peak        use this single-core peak in GFLOP/s instead of measuring it
 #
 # Set-up it does when needed: installs onnxruntime-node into bench/node_modules, builds
