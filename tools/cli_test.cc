@@ -171,7 +171,7 @@ TEST_F(ToolsCliTest, RunComparesWithExpected) {
   EXPECT_EQ(r.status, kExitOk) << r.err;
   EXPECT_EQ(r.out,
             "[ok] output 0 'y': all 6 elements match (atol 0.0001, rtol 0.0001)\n"
-            "[ok] output 1 'z': all 2 elements match (atol 0.0001, rtol 0.0001)\n");
+            "[ok] output 1 'z': all 2 elements match (exact)\n");
 
   // Both outputs are checked even though the first one differs.
   r = ingot({"run", module_, kInput, "--expected-output=2x3xf32=1,2,3,4,5.5,6",
@@ -181,8 +181,8 @@ TEST_F(ToolsCliTest, RunComparesWithExpected) {
   EXPECT_EQ(r.out,
             "[FAILED] output 0 'y': 1 of 6 elements differ (atol 0.0001, rtol 0.0001); worst at "
             "index 4 [1, 1]: got 5, expected 5.5\n"
-            "[FAILED] output 1 'z': 1 of 2 elements differ (atol 0.0001, rtol 0.0001); worst at "
-            "index 1 [1]: got -3, expected -4\n");
+            "[FAILED] output 1 'z': 1 of 2 elements differ (exact); worst at index 1 [1]: got -3, "
+            "expected -4\n");
 
   // A looser tolerance accepts it.
   r = ingot({"run", module_, kInput, "--expected-output=2x3xf32=1,2,3,4,5.5,6",
@@ -228,12 +228,31 @@ TEST_F(ToolsCliTest, RunWritesOutputs) {
             "value takes the next word)\n");
   r = ingot({"run", module_, kInput, "--output=@", "--output=@" + path("z.npy")});
   EXPECT_EQ(r.status, kExitError);
-  EXPECT_EQ(r.err, "error: --output: expected @FILE.npy, got '@'\n");
+  EXPECT_EQ(r.err, "error: --output: expected @FILE.npy or @FILE.pb, got '@'\n");
   EXPECT_FALSE(fs::exists(path("y.npy")));
 
   r = ingot({"run", module_, kInput, "--output=@" + path("y.npy")});
   EXPECT_EQ(r.status, kExitError);
   EXPECT_TRUE(contains(r.err, "got 1 --output values")) << r.err;
+}
+
+TEST_F(ToolsCliTest, RunReadsAndWritesTensorProtoFiles) {
+  // Outputs named .pb are ONNX TensorProtos; they serve again as expected outputs.
+  Result r = ingot({"run", module_, kInput, "--output=@" + path("y.pb"), "--output=@" + path("z.pb"),
+                    "--no-print"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  Tensor z = read_tensor_proto(path("z.pb"));
+  EXPECT_EQ(format_type(z.dims, z.dtype), "2xi64");
+  EXPECT_EQ(format_values(z), "  [7, -3]\n");
+  r = ingot({"run", module_, kInput, "--expected-output=@" + path("y.pb"), "--expected-output=@" + path("z.pb"),
+             "--no-print"});
+  EXPECT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_EQ(r.out,
+            "[ok] output 0 'y': all 6 elements match (atol 0.0001, rtol 0.0001)\n"
+            "[ok] output 1 'z': all 2 elements match (exact)\n");
+  PendingFile(path("x.pb"), encode_tensor_proto(read_tensor_proto(path("y.pb")), "x")).commit();
+  r = ingot({"run", module_, "--input=@" + path("x.pb"), "--no-print"});
+  EXPECT_EQ(r.status, kExitOk) << r.err;
 }
 
 TEST_F(ToolsCliTest, RunLeavesNoFileBehindOnError) {

@@ -23,13 +23,13 @@ struct CompileArgs {
   std::vector<std::string> dump_after;
   bool time_passes = false;
   std::vector<std::string> input_shapes;
-  std::string cc = "cc";
+  std::string cc;  // empty: the target's C compiler
   bool keep_temps = false;
 };
 
 int run_compile(const CompileArgs& args) {
   reject_flag_like("-o", args.output);
-  reject_flag_like("--cc", args.cc);
+  if (!args.cc.empty()) reject_flag_like("--cc", args.cc);
   driver::CompileOptions options;
   options.input_path = args.model;
   options.output_path = args.output;
@@ -51,7 +51,6 @@ int run_compile(const CompileArgs& args) {
     }
     options.input_shapes.push_back(std::move(shape));
   }
-  if (args.cc.empty()) fail("--cc: empty compiler path");
   options.cc = args.cc;
   options.keep_temps = args.keep_temps;
   if (args.output.empty()) fail("-o: empty output path");
@@ -86,24 +85,33 @@ int parse_opt_level(std::string_view text) {
 
 CommandFn add_compile_command(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
-  CLI::App* cmd = app.add_subcommand("compile", "Compile an ONNX model into a .ingot module");
+  CLI::App* cmd = app.add_subcommand(
+      "compile", "Compile an ONNX model into a .ingot module, C source, a static library or an executable");
   cmd->add_option("MODEL", args->model, "ONNX model (.onnx)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", args->output, "Output file (the .ingot module)")
+  cmd->add_option("-o,--output", args->output,
+                  "Output file: MODEL.ingot, NAME.c (+ NAME.h), NAME.a (+ NAME.h) or the executable NAME")
       ->required()
       ->type_name("PATH");
   cmd->add_option("--target", args->target,
-                  "Target: host, x86_64-avx512, x86_64-avx2, x86_64, generic")
+                  "Target: host, x86_64-avx512, x86_64-avx2, x86_64, generic, cortex-m3, cortex-m4, "
+                  "cortex-m7, cortex-m55")
       ->capture_default_str();
-  cmd->add_option("--output-format", args->output_format, "Artifact kind: module")
+  cmd->add_option("--output-format", args->output_format,
+                  "Artifact: module (.ingot), c (NAME.c + NAME.h), static-lib (NAME.a + NAME.h), exe (static "
+                  "executable reading and writing .npy)")
+      ->check(CLI::IsMember({"module", "c", "static-lib", "exe"}))
       ->capture_default_str();
   cmd->add_option("--weights", args->weights,
-                  "embed: weights inside the module; external: in a file beside it")
+                  "embed: weights inside the artifact; external: in a file beside it (size and CRC-32 "
+                  "recorded and checked at load)")
       ->check(CLI::IsMember({"embed", "external"}))
       ->capture_default_str();
   cmd->add_option("-O", args->opt, "Optimization: -O0, -O2 (default) or -Os")->type_name("0|2|s");
-  cmd->add_flag("--strip", args->strip, "Leave out the NAMES section (kernel and step names)");
+  cmd->add_flag("--strip", args->strip,
+                "Leave out names: the NAMES section of a module, name comments in C, symbols of a library or "
+                "executable");
   cmd->add_option("--dump-after", args->dump_after,
                   "Print the IR after PASS (repeatable or comma separated; 'all' for every pass)")
       ->delimiter(',')
@@ -114,9 +122,9 @@ CommandFn add_compile_command(CLI::App& app) {
                   "Fix the shape of a model input: NAME:1x3x224x224 (repeatable)")
       ->allow_extra_args(false)
       ->type_name("NAME:DIMS");
-  cmd->add_option("--cc", args->cc, "C compiler used to build the kernels")
-      ->type_name("PATH")
-      ->capture_default_str();
+  cmd->add_option("--cc", args->cc,
+                  "C compiler used to build the kernels (default: cc; arm-none-eabi-gcc for cortex-m targets)")
+      ->type_name("PATH");
   cmd->add_flag("--keep-temps", args->keep_temps,
                 "Keep the generated C sources in a temporary folder (debugging)");
   return [args](Streams&) { return run_compile(*args); };

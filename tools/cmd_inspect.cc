@@ -1,6 +1,9 @@
-// ingot inspect MODULE [--plan] [--memory] [--size] [--json]: what a module holds,
-// read back through the runtime's validating loader.
+// ingot inspect ARTIFACT [--plan] [--memory] [--size] [--json]: what a module holds,
+// read back through the runtime's validating loader; for the other output forms (C
+// source, static library, executable, firmware) where their bytes go.
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -9,7 +12,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/driver/driver.h"
 #include "compiler/ir/error.h"
+#include "tools/artifact_size.h"
 #include "tools/commands.h"
 #include "tools/module_view.h"
 #include "tools/tensor_io.h"
@@ -27,6 +32,7 @@ struct InspectArgs {
   bool memory = false;
   bool size = false;
   bool json = false;
+  std::string cc;  // C artifacts: replaces the compiler on the ingot-build line
 };
 
 // Everything inspect reports, gathered once from the loaded module.
@@ -166,6 +172,52 @@ json memory_json(const View& view) {
           {"constants", constants}};
 }
 
+json parts_json(const SizeBreakdown& b) {
+  json parts = json::object();
+  for (size_t i = 0; i < kSizePartCount; ++i) {
+    const auto part = static_cast<SizePart>(i);
+    parts[size_part_key(part)] = b.part(part);
+  }
+  json out = {{"form", b.form}, {"parts", parts}, {"total", b.total}, {"parts_known", b.parts_known},
+              {"ingot_without_weights", b.ingot_without_weights()}};
+  if (b.form != "module") {
+    out["text"] = b.text;
+    out["data"] = b.data;
+    out["bss"] = b.bss;
+    out["ingot_ram"] = b.ingot_ram;
+    out["models"] = b.models;
+  }
+  out["notes"] = b.notes;
+  return out;
+}
+
+void print_parts(const SizeBreakdown& b, std::ostream& out) {
+  out << fmt::format("parts ({}):\n", b.form);
+  if (!b.parts_known) {
+    out << "  no symbol table (stripped): parts unknown\n";
+  } else {
+    out << fmt::format("  {:<26} {:>10} {:>7}\n", "part", "bytes", "share");
+    for (size_t i = 0; i < kSizePartCount; ++i) {
+      const auto part = static_cast<SizePart>(i);
+      out << fmt::format("  {:<26} {:>10} {:>7}\n", size_part_name(part), b.part(part), percent(b.part(part), b.total));
+    }
+  }
+  out << fmt::format("  {:<26} {:>10}\n", "total", b.total);
+  if (b.parts_known) {
+    out << fmt::format("  ingot without weights: {} bytes\n", b.ingot_without_weights());
+  }
+  if (b.form != "module") {
+    out << fmt::format("  image: text {} + data {} bytes, bss {} bytes; ingot's RAM (data + bss): {} bytes\n", b.text,
+                       b.data, b.bss, b.ingot_ram);
+    if (!b.models.empty()) {
+      std::string models;
+      for (const std::string& m : b.models) models += (models.empty() ? "" : ", ") + m;
+      out << fmt::format("  models: {}\n", models);
+    }
+  }
+  for (const std::string& note : b.notes) out << "  (" << note << ")\n";
+}
+
 // ---- text -------------------------------------------------------------------------
 
 void print_signature(const View& view, std::ostream& out) {
@@ -272,7 +324,70 @@ void print_memory(const View& view, std::ostream& out) {
   }
 }
 
+// "#define NAME_ARENA_SIZE 384u" in the NAME.h beside a C artifact or library.
+std::optional<uint64_t> arena_from_header(const std::string& artifact) {
+  std::string header = artifact;
+  const size_t dot = header.rfind('.');
+  const size_t slash = header.rfind('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return std::nullopt;
+  header = header.substr(0, dot) + ".h";
+  std::ifstream in(header);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string define, name, value;
+    if (!(words >> define >> name >> value) || define != "#define" || name.size() < 11 ||
+        name.compare(name.size() - 11, 11, "_ARENA_SIZE") != 0)
+      continue;
+    try {
+      return std::stoull(value);
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+// Anything that is not a module: only its size can be shown.
+int inspect_other(const InspectArgs& args, const std::vector<uint8_t>& bytes, Streams& streams) {
+  if (args.plan || args.memory) {
+    fail("'{}': --plan and --memory read a .ingot module; other artifacts show --size only", args.module);
+  }
+  SizeBreakdown b;
+  std::string what;
+  if (is_elf_or_archive(bytes)) {
+    b = elf_size_breakdown(bytes);
+    what = b.form;
+  } else if (args.module.size() > 2 && args.module.compare(args.module.size() - 2, 2, ".c") == 0) {
+    b = elf_size_breakdown(driver::build_c_artifact_object(args.module, args.cc));
+    b.form = "C source, compiled";
+    what = "C source (sized as the object its ingot-build line compiles)";
+  } else {
+    fail("'{}' is not a C artifact, object, static library or executable", args.module);
+  }
+  std::optional<uint64_t> arena = arena_from_header(args.module);
+  if (arena) b.notes.push_back(fmt::format("arena: {} bytes, the caller's memory", *arena));
+  if (args.json) {
+    json report = {{"file", args.module}, {"file_size", bytes.size()}, {"size", parts_json(b)}};
+    if (arena) report["arena_bytes"] = *arena;
+    streams.out << report.dump(2) << "\n";
+    return kExitOk;
+  }
+  streams.out << fmt::format("{}: {} ({} bytes)\n", what, args.module, bytes.size());
+  print_parts(b, streams.out);
+  return kExitOk;
+}
+
 int run_inspect(const InspectArgs& args, Streams& streams) {
+  {
+    // Objects, libraries, executables and C artifacts are sized; anything else goes to
+    // the module loader, which says what is wrong with it.
+    const std::vector<uint8_t> bytes = read_file(args.module);
+    static const char kMagic[8] = INGOT_MODULE_MAGIC;
+    const bool module_magic = bytes.size() >= sizeof(kMagic) && std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0;
+    const bool c_source = args.module.size() > 2 && args.module.compare(args.module.size() - 2, 2, ".c") == 0;
+    if (!module_magic && (is_elf_or_archive(bytes) || c_source)) return inspect_other(args, bytes, streams);
+  }
   ModuleFile file(args.module);
   const ingot_module_t& module = file.module();
   View view{file, module, module_inputs(module), module_outputs(module),
@@ -283,19 +398,27 @@ int run_inspect(const InspectArgs& args, Streams& streams) {
                           module.plan->binding_count),
             std::nullopt};
   view.external = read_external_weights(module);
+  const SizeBreakdown parts = module_size_breakdown(module, file.size());
 
   const bool all = !args.plan && !args.memory && !args.size;
   if (args.json) {
     json report = {{"module", args.module}, {"file_size", file.size()},
                    {"signature", signature_json(view)}};
-    if (all || args.size) report["size"] = size_json(view);
+    if (all || args.size) {
+      report["size"] = size_json(view);
+      report["size"]["parts"] = parts_json(parts)["parts"];
+      report["size"]["ingot_without_weights"] = parts.ingot_without_weights();
+    }
     if (all || args.plan) report["plan"] = plan_json(view);
     if (all || args.memory) report["memory"] = memory_json(view);
     streams.out << report.dump(2) << "\n";
     return kExitOk;
   }
   print_signature(view, streams.out);
-  if (all || args.size) print_size(view, streams.out);
+  if (all || args.size) {
+    print_size(view, streams.out);
+    print_parts(parts, streams.out);
+  }
   if (all || args.plan) print_plan(view, streams.out);
   if (all || args.memory) print_memory(view, streams.out);
   return kExitOk;
@@ -306,14 +429,20 @@ int run_inspect(const InspectArgs& args, Streams& streams) {
 CommandFn add_inspect_command(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "inspect", "Show what a module holds (all of --size, --plan, --memory when none is given)");
-  cmd->add_option("MODULE", args->module, "Module file (.ingot)")
+      "inspect",
+      "Show what a module holds (all of --size, --plan, --memory when none is given); for a C artifact, "
+      "static library, executable or firmware, where its bytes go (--size)");
+  cmd->add_option("MODULE", args->module, "Module (.ingot), C artifact (.c), object, library (.a) or executable")
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_flag("--plan", args->plan, "One line per plan step: kind, kernel, workgroups, bindings");
   cmd->add_flag("--memory", args->memory, "Arena size and the arena regions each step touches");
-  cmd->add_flag("--size", args->size, "Header and sections with offsets, sizes and CRCs");
+  cmd->add_flag("--size", args->size,
+                "Bytes by part (entry, plan, kernels, helpers, metadata, weights); for a module also the "
+                "header and sections with offsets, sizes and CRCs");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  cmd->add_option("--cc", args->cc, "C artifacts: the C compiler to size them with (default: the one they name)")
+      ->type_name("PATH");
   return [args](Streams& streams) { return run_inspect(*args, streams); };
 }
 

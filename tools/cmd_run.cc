@@ -1,5 +1,7 @@
 // ingot run MODULE --input=... [--output=@y.npy] [--expected-output=@ref.npy]: one
-// invocation, its outputs printed, written and compared.
+// invocation, its outputs printed, written and compared. Files are .npy, or ONNX
+// TensorProto when the name ends in .pb. Integer and bool outputs must match exactly;
+// the tolerances apply to f32 outputs only.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -29,7 +31,7 @@ struct RunArgs {
 // "@y.npy" or "y.npy" -> "y.npy".
 std::string output_path(const std::string& arg) {
   std::string path = !arg.empty() && arg.front() == '@' ? arg.substr(1) : arg;
-  if (path.empty()) fail("--output: expected @FILE.npy, got '{}'", arg);
+  if (path.empty()) fail("--output: expected @FILE.npy or @FILE.pb, got '{}'", arg);
   return path;
 }
 
@@ -69,11 +71,15 @@ int run_run(const RunArgs& args, Streams& streams) {
 
   // Files go to temporary names first and are renamed only once all are written.
   std::vector<PendingFile> files;
-  for (size_t i = 0; i < paths.size(); ++i) files.emplace_back(paths[i], encode_npy(results[i]));
+  for (size_t i = 0; i < paths.size(); ++i) {
+    files.emplace_back(paths[i], encode_tensor_file(results[i], paths[i], outputs[i].name));
+  }
 
   bool all_match = true;
-  const Tolerance tolerance{args.atol, args.rtol};
   for (size_t i = 0; i < expected.size(); ++i) {
+    // Integers and bools are exact: a tolerance would hide off-by-one results.
+    const Tolerance tolerance = results[i].dtype == INGOT_DTYPE_F32 ? Tolerance{args.atol, args.rtol}
+                                                                    : Tolerance{0, 0};
     Comparison comparison;
     try {
       comparison = compare_tensors(results[i], expected[i], tolerance);
@@ -106,22 +112,24 @@ CommandFn add_run_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--input", args->inputs,
-                  "One per model input, in order: @file.npy, or TYPE=VALUES such as "
+                  "One per model input, in order: @file.npy or @file.pb (ONNX TensorProto), "
+                  "or TYPE=VALUES such as "
                   "1x4xf32=1,2,3,4 (a scalar: f32=3)")
       ->allow_extra_args(false)
       ->type_name("TENSOR");
   cmd->add_option("--output", args->outputs,
-                  "One per model output, in order: @file.npy to write it")
+                  "One per model output, in order: @file.npy or @file.pb to write it")
       ->allow_extra_args(false)
       ->type_name("@FILE");
   cmd->add_option("--expected-output", args->expected,
-                  "One per model output, in order: @file.npy or TYPE=VALUES to compare with")
+                  "One per model output, in order: @file.npy, @file.pb or TYPE=VALUES to "
+                  "compare with (integers and bools exactly)")
       ->allow_extra_args(false)
       ->type_name("TENSOR");
-  cmd->add_option("--atol", args->atol, "Absolute tolerance of the comparison")
+  cmd->add_option("--atol", args->atol, "Absolute tolerance of the comparison (f32 outputs)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--rtol", args->rtol, "Relative tolerance of the comparison")
+  cmd->add_option("--rtol", args->rtol, "Relative tolerance of the comparison (f32 outputs)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--print-outputs,!--no-print", args->print,

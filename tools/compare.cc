@@ -105,16 +105,16 @@ Comparison compare_tensors(const Tensor& got, const Tensor& expected,
 }
 
 std::string describe_mismatches(const Comparison& comparison, const Tolerance& tolerance) {
+  const std::string bounds = tolerance.atol == 0 && tolerance.rtol == 0
+                                 ? std::string("exact")
+                                 : fmt::format("atol {:g}, rtol {:g}", tolerance.atol, tolerance.rtol);
   if (comparison.ok()) {
-    return fmt::format("all {} elements match (atol {:g}, rtol {:g})", comparison.element_count,
-                       tolerance.atol, tolerance.rtol);
+    return fmt::format("all {} elements match ({})", comparison.element_count, bounds);
   }
   const Mismatch& worst = *comparison.worst;
-  return fmt::format(
-      "{} of {} elements differ (atol {:g}, rtol {:g}); worst at index {} [{}]: got {}, "
-      "expected {}",
-      comparison.mismatch_count, comparison.element_count, tolerance.atol, tolerance.rtol,
-      worst.index, fmt::join(worst.position, ", "), worst.got_text, worst.expected_text);
+  return fmt::format("{} of {} elements differ ({}); worst at index {} [{}]: got {}, expected {}",
+                     comparison.mismatch_count, comparison.element_count, bounds, worst.index,
+                     fmt::join(worst.position, ", "), worst.got_text, worst.expected_text);
 }
 
 }  // namespace ingot::tools

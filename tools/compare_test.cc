@@ -61,6 +61,7 @@ TEST(ToolsCompare, AllMatch) {
   EXPECT_EQ(c.mismatch_count, 0u);
   EXPECT_FALSE(c.worst.has_value());
   EXPECT_EQ(describe_mismatches(c, Tolerance{}), "all 4 elements match (atol 0.0001, rtol 0.0001)");
+  EXPECT_EQ(describe_mismatches(c, Tolerance{0, 0}), "all 4 elements match (exact)");
 }
 
 TEST(ToolsCompare, WorstMismatchIndexAndPosition) {

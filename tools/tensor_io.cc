@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <onnx/onnx_pb.h>
 
 #include "compiler/ir/error.h"
 
@@ -463,8 +464,8 @@ Tensor parse_inline_tensor(std::string_view text) {
 
 Tensor parse_tensor_arg(std::string_view arg) {
   if (!arg.empty() && arg.front() == '@') {
-    if (arg.size() == 1) fail("'@' must be followed by a .npy file path");
-    return read_npy(std::string(arg.substr(1)));
+    if (arg.size() == 1) fail("'@' must be followed by a .npy or .pb file path");
+    return read_tensor_file(std::string(arg.substr(1)));
   }
   return parse_inline_tensor(arg);
 }
@@ -575,6 +576,153 @@ std::vector<uint8_t> encode_npy(const Tensor& tensor) {
   out.push_back('\n');
   out.insert(out.end(), tensor.bytes.begin(), tensor.bytes.end());
   return out;
+}
+
+// ---- files by extension ----------------------------------------------------------
+
+bool is_tensor_proto_path(std::string_view path) {
+  return path.size() > 3 && path.substr(path.size() - 3) == ".pb";
+}
+
+Tensor read_tensor_file(const std::string& path) {
+  return is_tensor_proto_path(path) ? read_tensor_proto(path) : read_npy(path);
+}
+
+std::vector<uint8_t> encode_tensor_file(const Tensor& tensor, const std::string& path,
+                                        std::string_view name) {
+  return is_tensor_proto_path(path) ? encode_tensor_proto(tensor, name) : encode_npy(tensor);
+}
+
+// ---- ONNX TensorProto ---------------------------------------------------------------
+
+namespace {
+
+std::optional<ingot_dtype_t> dtype_from_proto(int32_t type) {
+  switch (type) {
+    case onnx::TensorProto::FLOAT: return INGOT_DTYPE_F32;
+    case onnx::TensorProto::INT64: return INGOT_DTYPE_I64;
+    case onnx::TensorProto::INT32: return INGOT_DTYPE_I32;
+    case onnx::TensorProto::BOOL: return INGOT_DTYPE_BOOL;
+    case onnx::TensorProto::UINT8: return INGOT_DTYPE_U8;
+    case onnx::TensorProto::INT8: return INGOT_DTYPE_I8;
+    default: return std::nullopt;
+  }
+}
+
+int32_t dtype_to_proto(ingot_dtype_t dtype) {
+  switch (dtype) {
+    case INGOT_DTYPE_F32: return onnx::TensorProto::FLOAT;
+    case INGOT_DTYPE_I64: return onnx::TensorProto::INT64;
+    case INGOT_DTYPE_I32: return onnx::TensorProto::INT32;
+    case INGOT_DTYPE_BOOL: return onnx::TensorProto::BOOL;
+    case INGOT_DTYPE_U8: return onnx::TensorProto::UINT8;
+    case INGOT_DTYPE_I8: return onnx::TensorProto::INT8;
+  }
+  fail("cannot write dtype {} to a TensorProto", dtype_name(dtype));
+}
+
+}  // namespace
+
+Tensor decode_tensor_proto(const uint8_t* data, size_t size, std::string_view source) {
+  onnx::TensorProto proto;
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !proto.ParseFromArray(data, static_cast<int>(size))) {
+    fail("{}: not a valid ONNX TensorProto (protobuf parse failed)", source);
+  }
+  std::optional<ingot_dtype_t> dtype = dtype_from_proto(proto.data_type());
+  if (!dtype) {
+    const std::string type_name = onnx::TensorProto::DataType_IsValid(proto.data_type())
+                                      ? onnx::TensorProto::DataType_Name(proto.data_type())
+                                      : fmt::format("#{}", proto.data_type());
+    fail("{}: TensorProto element type {} is not supported (supported: FLOAT, INT64, INT32, "
+         "BOOL, UINT8, INT8)", source, type_name);
+  }
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    fail("{}: TensorProto with external data is not supported", source);
+  }
+  if (proto.has_segment()) fail("{}: segmented TensorProto is not supported", source);
+  Tensor tensor;
+  tensor.dtype = *dtype;
+  if (static_cast<unsigned>(proto.dims_size()) > INGOT_MAX_RANK) {
+    fail("{}: rank {} is above the supported maximum {}", source, proto.dims_size(),
+         INGOT_MAX_RANK);
+  }
+  for (int64_t d : proto.dims()) {
+    if (d < 0) fail("{}: negative dimension {} in the TensorProto", source, d);
+    tensor.dims.push_back(d);
+  }
+  uint64_t count = 0;
+  try {
+    count = tensor.element_count();
+  } catch (const Error& e) {
+    fail("{}: {}", source, e.what());
+  }
+  const size_t elem = dtype_size(tensor.dtype);
+  if (count > std::numeric_limits<uint64_t>::max() / elem) {
+    fail("{}: shape {} is too large", source, format_type(tensor.dims, tensor.dtype));
+  }
+  const std::string type = format_type(tensor.dims, tensor.dtype);
+  if (proto.has_raw_data()) {
+    const std::string& raw = proto.raw_data();
+    if (raw.size() != count * elem) {
+      fail("{}: raw_data holds {} bytes; {} needs {}", source, raw.size(), type, count * elem);
+    }
+    tensor.bytes.assign(raw.begin(), raw.end());
+    return tensor;
+  }
+  auto check_count = [&](int got, const char* field) {
+    if (static_cast<uint64_t>(got) != count) {
+      fail("{}: {} holds {} values; {} needs {}", source, field, got, type, count);
+    }
+  };
+  tensor.bytes.assign(count * elem, 0);
+  switch (tensor.dtype) {
+    case INGOT_DTYPE_F32:
+      check_count(proto.float_data_size(), "float_data");
+      for (uint64_t i = 0; i < count; ++i) store(tensor.bytes, i, proto.float_data(static_cast<int>(i)));
+      break;
+    case INGOT_DTYPE_I64:
+      check_count(proto.int64_data_size(), "int64_data");
+      for (uint64_t i = 0; i < count; ++i) store(tensor.bytes, i, proto.int64_data(static_cast<int>(i)));
+      break;
+    case INGOT_DTYPE_I32:
+    case INGOT_DTYPE_BOOL:
+    case INGOT_DTYPE_U8:
+    case INGOT_DTYPE_I8:
+      check_count(proto.int32_data_size(), "int32_data");
+      for (uint64_t i = 0; i < count; ++i) {
+        const int32_t v = proto.int32_data(static_cast<int>(i));
+        switch (tensor.dtype) {
+          case INGOT_DTYPE_I32: store(tensor.bytes, i, v); break;
+          case INGOT_DTYPE_BOOL: store<uint8_t>(tensor.bytes, i, v != 0); break;
+          case INGOT_DTYPE_U8: store(tensor.bytes, i, static_cast<uint8_t>(v)); break;
+          default: store(tensor.bytes, i, static_cast<int8_t>(v)); break;
+        }
+      }
+      break;
+  }
+  return tensor;
+}
+
+Tensor read_tensor_proto(const std::string& path) {
+  std::vector<uint8_t> bytes = read_file(path);
+  return decode_tensor_proto(bytes.data(), bytes.size(), path);
+}
+
+std::vector<uint8_t> encode_tensor_proto(const Tensor& tensor, std::string_view name) {
+  const uint64_t count = tensor.element_count();
+  if (tensor.bytes.size() != count * dtype_size(tensor.dtype)) {
+    fail("tensor {} holds {} bytes, expected {}", format_type(tensor.dims, tensor.dtype),
+         tensor.bytes.size(), count * dtype_size(tensor.dtype));
+  }
+  onnx::TensorProto proto;
+  proto.set_data_type(dtype_to_proto(tensor.dtype));
+  for (int64_t d : tensor.dims) proto.add_dims(d);
+  if (!name.empty()) proto.set_name(std::string(name));
+  proto.set_raw_data(tensor.bytes.data(), tensor.bytes.size());
+  std::string out;
+  if (!proto.SerializeToString(&out)) fail("cannot encode tensor {}", format_type(tensor.dims, tensor.dtype));
+  return std::vector<uint8_t>(out.begin(), out.end());
 }
 
 // ---- files ----------------------------------------------------------------------

@@ -1,5 +1,5 @@
-// Host tensors for the command line: .npy files, inline tensors ("1x4xf32=1,2,3,4")
-// and type strings ("1x64xf32").
+// Host tensors for the command line: .npy files, ONNX TensorProto files (.pb), inline
+// tensors ("1x4xf32=1,2,3,4") and type strings ("1x64xf32").
 #pragma once
 
 #include <cstddef>
@@ -56,9 +56,29 @@ TypeSpec parse_type(std::string_view text);
 // nan/inf/-inf; bool takes 0/1/true/false. Throws ingot::Error on any mistake.
 Tensor parse_inline_tensor(std::string_view text);
 
-// An --input / --expected-output value: "@path.npy" reads a file, anything else is
-// an inline tensor.
+// An --input / --expected-output value: "@path.npy" or "@path.pb" reads a file (see
+// read_tensor_file), anything else is an inline tensor.
 Tensor parse_tensor_arg(std::string_view arg);
+
+// ---- files by extension ------------------------------------------------------
+// True when |path| ends in ".pb" (an ONNX TensorProto); everything else is .npy.
+bool is_tensor_proto_path(std::string_view path);
+// Reads |path| as a TensorProto when it ends in ".pb", else as .npy.
+Tensor read_tensor_file(const std::string& path);
+// Encodes |tensor| for |path|: a TensorProto named |name| for ".pb", else .npy.
+std::vector<uint8_t> encode_tensor_file(const Tensor& tensor, const std::string& path,
+                                        std::string_view name = "");
+
+// ---- ONNX TensorProto (.pb) --------------------------------------------------
+// Decodes a serialized onnx.TensorProto (as the ONNX backend tests write them):
+// FLOAT, INT64, INT32, BOOL, UINT8 and INT8, from raw_data or the typed fields.
+// Other element types, external or segmented data, negative dims, a rank above
+// INGOT_MAX_RANK and a value count that does not match the dims are refused with an
+// ingot::Error naming |source|.
+Tensor decode_tensor_proto(const uint8_t* data, size_t size, std::string_view source);
+Tensor read_tensor_proto(const std::string& path);
+// Encodes |tensor| as a TensorProto with raw_data, named |name| (may be empty).
+std::vector<uint8_t> encode_tensor_proto(const Tensor& tensor, std::string_view name = "");
 
 // ---- .npy ------------------------------------------------------------------
 // Reads NumPy .npy format versions 1, 2 and 3: little-endian (or byte-sized) f32,

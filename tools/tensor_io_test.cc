@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <onnx/onnx_pb.h>
+
 #include "compiler/ir/error.h"
 
 namespace ingot::tools {
@@ -401,6 +403,116 @@ TEST_F(ToolsTensorIoFiles, ReadNpyNamesTheFile) {
   PendingFile(path("junk.npy"), bytes).commit();
   EXPECT_EQ(error_of([&] { read_npy(path("junk.npy")); }),
             path("junk.npy") + ": not a .npy file (missing the \\x93NUMPY magic)");
+}
+
+// ---- ONNX TensorProto (.pb) ------------------------------------------------------------
+
+std::vector<uint8_t> proto_bytes(const onnx::TensorProto& proto) {
+  std::string s = proto.SerializeAsString();
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+std::string proto_error(const onnx::TensorProto& proto) {
+  std::vector<uint8_t> bytes = proto_bytes(proto);
+  return error_of([&] { decode_tensor_proto(bytes.data(), bytes.size(), "t.pb"); });
+}
+
+TEST(ToolsTensorIo, TensorProtoRoundTripsEveryDtype) {
+  const std::vector<Tensor> tensors = {
+      make_tensor<float>(INGOT_DTYPE_F32, {2, 2}, {1.5f, -0.0f, NAN, INFINITY}),
+      make_tensor<int64_t>(INGOT_DTYPE_I64, {3}, {INT64_MIN, 0, INT64_MAX}),
+      make_tensor<int32_t>(INGOT_DTYPE_I32, {}, {-7}),
+      make_tensor<uint8_t>(INGOT_DTYPE_BOOL, {2, 1}, {1, 0}),
+      make_tensor<uint8_t>(INGOT_DTYPE_U8, {2}, {0, 255}),
+      make_tensor<int8_t>(INGOT_DTYPE_I8, {2}, {-128, 127}),
+      make_tensor<float>(INGOT_DTYPE_F32, {0, 3}, {}),
+  };
+  for (const Tensor& t : tensors) {
+    std::vector<uint8_t> bytes = encode_tensor_proto(t, "y");
+    onnx::TensorProto proto;
+    ASSERT_TRUE(proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
+    EXPECT_EQ(proto.name(), "y");
+    Tensor back = decode_tensor_proto(bytes.data(), bytes.size(), "t.pb");
+    EXPECT_EQ(back.dtype, t.dtype);
+    EXPECT_EQ(back.dims, t.dims);
+    EXPECT_EQ(back.bytes, t.bytes);
+  }
+}
+
+TEST(ToolsTensorIo, TensorProtoTypedFields) {
+  onnx::TensorProto f;
+  f.set_data_type(onnx::TensorProto::FLOAT);
+  f.add_dims(2);
+  f.add_float_data(0.25f);
+  f.add_float_data(-3.0f);
+  std::vector<uint8_t> bytes = proto_bytes(f);
+  Tensor t = decode_tensor_proto(bytes.data(), bytes.size(), "t.pb");
+  EXPECT_EQ(values_of<float>(t), (std::vector<float>{0.25f, -3.0f}));
+
+  onnx::TensorProto b;  // bools travel in int32_data
+  b.set_data_type(onnx::TensorProto::BOOL);
+  b.add_dims(3);
+  for (int v : {1, 0, 1}) b.add_int32_data(v);
+  bytes = proto_bytes(b);
+  t = decode_tensor_proto(bytes.data(), bytes.size(), "t.pb");
+  EXPECT_EQ(t.dtype, INGOT_DTYPE_BOOL);
+  EXPECT_EQ(values_of<uint8_t>(t), (std::vector<uint8_t>{1, 0, 1}));
+
+  onnx::TensorProto i;
+  i.set_data_type(onnx::TensorProto::INT64);
+  i.add_int64_data(-5);  // no dims: a scalar
+  bytes = proto_bytes(i);
+  t = decode_tensor_proto(bytes.data(), bytes.size(), "t.pb");
+  EXPECT_TRUE(t.dims.empty());
+  EXPECT_EQ(values_of<int64_t>(t), (std::vector<int64_t>{-5}));
+}
+
+TEST(ToolsTensorIo, TensorProtoErrorsNameTheProblem) {
+  onnx::TensorProto d;
+  d.set_data_type(onnx::TensorProto::DOUBLE);
+  d.add_dims(1);
+  d.add_double_data(1.0);
+  EXPECT_EQ(proto_error(d), "t.pb: TensorProto element type DOUBLE is not supported (supported: FLOAT, "
+                            "INT64, INT32, BOOL, UINT8, INT8)");
+  onnx::TensorProto short_raw;
+  short_raw.set_data_type(onnx::TensorProto::FLOAT);
+  short_raw.add_dims(2);
+  short_raw.set_raw_data(std::string(4, '\0'));
+  EXPECT_EQ(proto_error(short_raw), "t.pb: raw_data holds 4 bytes; 2xf32 needs 8");
+  onnx::TensorProto few;
+  few.set_data_type(onnx::TensorProto::INT32);
+  few.add_dims(3);
+  few.add_int32_data(1);
+  EXPECT_EQ(proto_error(few), "t.pb: int32_data holds 1 values; 3xi32 needs 3");
+  onnx::TensorProto negative;
+  negative.set_data_type(onnx::TensorProto::FLOAT);
+  negative.add_dims(-1);
+  EXPECT_EQ(proto_error(negative), "t.pb: negative dimension -1 in the TensorProto");
+  onnx::TensorProto external;
+  external.set_data_type(onnx::TensorProto::FLOAT);
+  external.set_data_location(onnx::TensorProto::EXTERNAL);
+  EXPECT_NE(proto_error(external).find("external data"), std::string::npos);
+  const uint8_t junk[] = {0xff, 0xff, 0xff};
+  EXPECT_NE(error_of([&] { decode_tensor_proto(junk, sizeof junk, "t.pb"); }).find("not a valid ONNX TensorProto"),
+            std::string::npos);
+}
+
+TEST_F(ToolsTensorIoFiles, FilesChooseTheirFormatByExtension) {
+  Tensor t = make_tensor<int32_t>(INGOT_DTYPE_I32, {2}, {4, -4});
+  PendingFile(path("x.pb"), encode_tensor_file(t, path("x.pb"), "x")).commit();
+  PendingFile(path("x.npy"), encode_tensor_file(t, path("x.npy"))).commit();
+  EXPECT_TRUE(is_tensor_proto_path(path("x.pb")));
+  EXPECT_FALSE(is_tensor_proto_path(path("x.npy")));
+  EXPECT_FALSE(is_tensor_proto_path(".pb"));
+  for (const char* name : {"x.pb", "x.npy"}) {
+    Tensor back = parse_tensor_arg("@" + path(name));
+    EXPECT_EQ(back.dtype, INGOT_DTYPE_I32) << name;
+    EXPECT_EQ(back.bytes, t.bytes) << name;
+  }
+  EXPECT_NE(error_of([&] { read_tensor_file(path("x.npy.pb")); }).find("cannot open"), std::string::npos);
+  // A .npy file named .pb is read as a TensorProto and refused.
+  PendingFile(path("wrong.pb"), encode_npy(t)).commit();
+  EXPECT_NE(error_of([&] { read_tensor_file(path("wrong.pb")); }).find(path("wrong.pb")), std::string::npos);
 }
 
 // ---- printing -------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 
 #include "compiler/codegen/embedded_kernels.h"
 #include "compiler/ir/error.h"
+#include "ingot/abi.h"
 
 extern char** environ;
 
@@ -26,14 +28,29 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Links at address 0; kernels first, then what they reference. Any section that
-// needs a dynamic relocation shows up as .rela* and is rejected after linking.
+// Links at address 0: helpers first (memcpy-like routines the generated C defines,
+// and on bare-metal targets the compiler's support library), then the kernels, then
+// whatever else they reference. Readers find the helpers as [0, first kernel). The
+// dynamic-linking sections a -pie link creates come after the image and are not
+// copied out; any section that needs a dynamic relocation shows up as .rel(a)* and is
+// rejected after linking.
 constexpr const char* kLinkerScript = R"(SECTIONS {
   . = 0;
-  .text : { KEEP(*(.text.ingot_kernel)) *(.text .text.*) }
+  .text : {
+    *(.text.memcpy .text.memset .text.memmove)
+    *libgcc.a:*(.text .text.*)
+    KEEP(*(.text.ingot_kernel))
+    *(.text .text.*)
+  }
   .rodata : ALIGN(64) { *(.rodata .rodata.*) }
   .data : ALIGN(64) { *(.data .data.*) *(.bss .bss.*) *(COMMON) }
-  /DISCARD/ : { *(.comment) *(.note*) *(.eh_frame*) }
+  .dynsym : { *(.dynsym) }
+  .dynstr : { *(.dynstr) }
+  .hash : { *(.hash) }
+  .gnu.hash : { *(.gnu.hash) }
+  .dynamic : { *(.dynamic) }
+  .got : { *(.got.plt) *(.got) }
+  /DISCARD/ : { *(.comment) *(.note*) *(.eh_frame*) *(.ARM.exidx*) *(.ARM.extab*) }
 }
 )";
 
@@ -80,6 +97,11 @@ std::string tool_for(const std::string& cc, const std::string& tool) {
   return tool;
 }
 
+std::string opt_flag(int opt_level) {
+  // -O0 keeps -O1: the always-inline microkernels need the inliner.
+  return opt_level == 0 ? "-O1" : (opt_level == 3 ? "-Os" : "-O3");
+}
+
 class TempDir {
  public:
   explicit TempDir(bool keep) : keep_(keep) {
@@ -100,7 +122,12 @@ class TempDir {
 
 }  // namespace
 
+std::string c_compiler(const target::Target& target, const NativeOptions& options) {
+  return options.cc.empty() ? target.cc : options.cc;
+}
+
 NativeCode compile_native(const CSource& source, const target::Target& target, const NativeOptions& options) {
+  const std::string compiler = c_compiler(target, options);
   TempDir dir(options.keep_temps);
   for (const EmbeddedFile& f : embedded_kernel_headers()) {
     std::ofstream out(dir.path() / std::string(f.name), std::ios::binary);
@@ -112,30 +139,43 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
 
   fs::path obj = dir.path() / "model.o", elf = dir.path() / "model.elf", bin = dir.path() / "model.bin";
   fs::path log = dir.path() / "log.txt";
-  std::string opt = options.opt_level == 0 ? "-O1" : (options.opt_level == 3 ? "-Os" : "-O3");
-  std::vector<std::string> cc = {options.cc, "-std=c11", opt, "-ffreestanding", "-fno-builtin", "-fPIC",
+  std::vector<std::string> cc = {compiler, "-std=c11", opt_flag(options.opt_level), "-ffreestanding", "-fno-builtin", "-fPIC",
                                  "-fvisibility=hidden", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
-                                 "-fno-stack-protector", "-fno-tree-loop-distribute-patterns", "-fcf-protection=none",
+                                 "-fno-stack-protector", "-fno-tree-loop-distribute-patterns",
                                  "-fno-math-errno", "-fno-plt", "-ffunction-sections", "-fdata-sections",
                                  "-Wall", "-Wextra", "-Wpedantic", "-Wno-unused-parameter", "-Wno-unused-function"};
+  if (target.arch == INGOT_ARCH_X86_64) cc.push_back("-fcf-protection=none");
   cc.insert(cc.end(), target.cflags.begin(), target.cflags.end());
   cc.insert(cc.end(), {"-I", dir.path().string(), "-c", (dir.path() / "model.c").string(), "-o", obj.string()});
   if (run(cc, log) != 0) fail("C compiler failed on generated code: {}", first_error_line(slurp(log)));
 
-  std::string ld = tool_for(options.cc, "ld");
-  if (run({ld, "-nostdlib", "-static", "-pie", "--no-dynamic-linker", "--gc-sections", "-z", "norelro", "-T",
-           (dir.path() / "flat.ld").string(), obj.string(), "-o", elf.string()},
-          log) != 0)
-    fail("linking generated code failed: {}", first_error_line(slurp(log)));
+  std::vector<std::string> link = {tool_for(compiler, "ld"), "-nostdlib", "-static", "-pie", "--no-dynamic-linker",
+                                   "--gc-sections", "-T", (dir.path() / "flat.ld").string(), obj.string(),
+                                   "-o", elf.string()};
+  if (target.arch == INGOT_ARCH_X86_64) link.insert(link.begin() + 5, {"-z", "norelro"});
+  // Bare-metal code may call the compiler's support routines (64-bit division on a
+  // 32-bit core); they join the helpers at the start of the image.
+  if (target.bare_metal) {
+    std::vector<std::string> ask = {compiler};
+    ask.insert(ask.end(), target.cflags.begin(), target.cflags.end());
+    ask.push_back("-print-libgcc-file-name");
+    if (run(ask, log) == 0) {
+      std::string libgcc = slurp(log);
+      while (!libgcc.empty() && std::isspace(static_cast<unsigned char>(libgcc.back()))) libgcc.pop_back();
+      std::error_code ec;
+      if (fs::is_regular_file(libgcc, ec)) link.push_back(libgcc);
+    }
+  }
+  if (run(link, log) != 0) fail("linking generated code failed: {}", first_error_line(slurp(log)));
 
   // The image must not need relocation: it is copied to whatever address mmap gives.
-  if (run({tool_for(options.cc, "readelf"), "-r", "-W", elf.string()}, log) != 0)
+  if (run({tool_for(compiler, "readelf"), "-r", "-W", elf.string()}, log) != 0)
     fail("readelf failed: {}", first_error_line(slurp(log)));
   std::string relocs = slurp(log);
   if (relocs.find("There are no relocations") == std::string::npos)
     fail("generated code needs relocations, which flat code images cannot carry:\n{}", relocs);
 
-  if (run({tool_for(options.cc, "nm"), "--defined-only", elf.string()}, log) != 0)
+  if (run({tool_for(compiler, "nm"), "--defined-only", elf.string()}, log) != 0)
     fail("nm failed: {}", first_error_line(slurp(log)));
   std::map<std::string, uint64_t> symbols;
   {
@@ -143,7 +183,11 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
     std::string addr, type, name;
     while (in >> addr >> type >> name) symbols[name] = std::stoull(addr, nullptr, 16);
   }
-  if (run({tool_for(options.cc, "objcopy"), "-O", "binary", elf.string(), bin.string()}, log) != 0)
+  // Only the image proper: code, constants, data. The dynamic-linking sections a -pie
+  // link adds lie after it and are not needed.
+  if (run({tool_for(compiler, "objcopy"), "-O", "binary", "-j", ".text", "-j", ".rodata", "-j", ".data",
+           elf.string(), bin.string()},
+          log) != 0)
     fail("objcopy failed: {}", first_error_line(slurp(log)));
 
   NativeCode native;
@@ -153,9 +197,95 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
     auto it = symbols.find(sym);
     if (it == symbols.end()) fail("kernel '{}' is missing from the linked code", sym);
     if (it->second >= native.code.size()) fail("kernel '{}' lies outside the code image", sym);
-    native.kernel_offsets.push_back(static_cast<uint32_t>(it->second));
+    uint32_t offset = static_cast<uint32_t>(it->second);
+    // Cortex-M runs Thumb code only: a call to an even address faults, so the entry
+    // points carry the Thumb bit (nm prints them without it).
+    if (target.arch == INGOT_ARCH_ARM_CORTEX_M) offset |= 1u;
+    native.kernel_offsets.push_back(offset);
   }
   return native;
+}
+
+std::vector<std::string> artifact_cflags(const target::Target& target, int opt_level) {
+  std::vector<std::string> flags = {"-std=c11", opt_flag(opt_level), "-ffunction-sections", "-fdata-sections",
+                                    "-fno-math-errno", "-fno-tree-loop-distribute-patterns"};
+  // Size mode drops the unwind tables (x86-64 emits them for C by default).
+  if (opt_level == 3) flags.insert(flags.end(), {"-fno-asynchronous-unwind-tables", "-fno-unwind-tables"});
+  flags.insert(flags.end(), target.cflags.begin(), target.cflags.end());
+  return flags;
+}
+
+namespace {
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) fail("cannot write '{}'", path.string());
+}
+
+std::vector<uint8_t> read_bytes(const fs::path& path) {
+  std::string s = slurp(path);
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+}  // namespace
+
+std::vector<uint8_t> build_static_library(const CFile& file, const std::vector<CFile>& headers,
+                                          const target::Target& target, const NativeOptions& options,
+                                          bool strip) {
+  const std::string compiler = c_compiler(target, options);
+  TempDir dir(options.keep_temps);
+  if (options.keep_temps) fmt::print("generated C kept in {}\n", dir.path().string());
+  for (const CFile& h : headers) write_text(dir.path() / h.name, h.text);
+  write_text(dir.path() / file.name, file.text);
+  const fs::path log = dir.path() / "log.txt";
+  const fs::path obj = dir.path() / (fs::path(file.name).stem().string() + ".o");
+  const fs::path lib = dir.path() / "out.a";
+  std::vector<std::string> cc = {compiler};
+  for (const std::string& f : artifact_cflags(target, options.opt_level)) cc.push_back(f);
+  cc.insert(cc.end(), {"-Wall", "-Wextra", "-I", dir.path().string(), "-c", (dir.path() / file.name).string(), "-o",
+                       obj.string()});
+  if (run(cc, log) != 0) fail("C compiler failed on generated code: {}", first_error_line(slurp(log)));
+  if (strip && run({tool_for(compiler, "strip"), "--strip-unneeded", obj.string()}, log) != 0)
+    fail("strip failed: {}", first_error_line(slurp(log)));
+  if (run({tool_for(compiler, "ar"), "rcsD", lib.string(), obj.string()}, log) != 0)
+    fail("ar failed: {}", first_error_line(slurp(log)));
+  return read_bytes(lib);
+}
+
+std::vector<uint8_t> build_executable(const std::vector<CFile>& files, const std::vector<CFile>& headers,
+                                      const target::Target& target, const NativeOptions& options, bool strip) {
+  if (target.bare_metal) fail("target {} has no operating system to run an executable", target.name);
+  const std::string compiler = c_compiler(target, options);
+  TempDir dir(options.keep_temps);
+  if (options.keep_temps) fmt::print("generated C kept in {}\n", dir.path().string());
+  for (const CFile& h : headers) write_text(dir.path() / h.name, h.text);
+  const fs::path log = dir.path() / "log.txt";
+  const fs::path exe = dir.path() / "out.exe";
+  std::vector<std::string> cc = {compiler};
+  for (const std::string& f : artifact_cflags(target, options.opt_level)) cc.push_back(f);
+  cc.insert(cc.end(), {"-Wall", "-Wextra", "-I", dir.path().string()});
+  for (const CFile& f : files) {
+    write_text(dir.path() / f.name, f.text);
+    cc.push_back((dir.path() / f.name).string());
+  }
+  cc.insert(cc.end(), {"-static", "-no-pie", "-Wl,--gc-sections", "-o", exe.string()});
+  if (strip) cc.push_back("-s");
+  if (run(cc, log) != 0) fail("building the executable failed: {}", first_error_line(slurp(log)));
+  return read_bytes(exe);
+}
+
+std::vector<uint8_t> compile_c_object(const std::string& c_path, const std::string& cc,
+                                      const std::vector<std::string>& cflags) {
+  TempDir dir(false);
+  const fs::path log = dir.path() / "log.txt";
+  const fs::path obj = dir.path() / "artifact.o";
+  std::vector<std::string> argv = {cc};
+  argv.insert(argv.end(), cflags.begin(), cflags.end());
+  const fs::path folder = fs::path(c_path).parent_path();
+  argv.insert(argv.end(), {"-I", folder.empty() ? std::string(".") : folder.string(), "-c", c_path, "-o", obj.string()});
+  if (run(argv, log) != 0) fail("compiling '{}' failed: {}", c_path, first_error_line(slurp(log)));
+  return read_bytes(obj);
 }
 
 }  // namespace ingot::codegen

@@ -1,4 +1,6 @@
-// Generated C → flat position-independent machine code (the module's CODE section).
+// Generated C → machine code: the flat position-independent image of a module's CODE
+// section, and the toolchain steps of the C artifact forms (an object in a static
+// library, a statically linked executable).
 #pragma once
 
 #include <cstdint>
@@ -12,19 +14,54 @@ namespace ingot::codegen {
 
 struct NativeCode {
   std::vector<uint8_t> code;             // flat image, loaded at any address
-  std::vector<uint32_t> kernel_offsets;  // per kernel symbol
+  std::vector<uint32_t> kernel_offsets;  // per kernel symbol (bit 0 set for Thumb code)
 };
 
 struct NativeOptions {
-  std::string cc = "cc";
+  std::string cc;           // C compiler; empty: the target's (cc, arm-none-eabi-gcc)
   int opt_level = 2;        // 0, 2, or 3 for size (-Os)
   bool keep_temps = false;  // keep the work folder and print its path
 };
 
-// Compiles, links at address 0 with a script that keeps only the kernels (and what
-// they call), refuses any relocation (the image must run wherever it is mapped), and
-// extracts the bytes and each kernel's offset. Throws Error with the C compiler's
-// first error line on failure.
+// Compiles, links at address 0 with a script that places the helpers (memcpy-like
+// routines, and the compiler's support routines on bare-metal targets) first and the
+// kernels right after them, keeps only what the kernels use, refuses any relocation
+// (the image must run wherever it is mapped), and extracts the bytes and each kernel's
+// offset. [0, lowest kernel offset) is therefore helper code. Throws Error with the C
+// compiler's first error line on failure.
 NativeCode compile_native(const CSource& source, const target::Target& target, const NativeOptions& options);
+
+// The C compiler |options| names for |target|.
+std::string c_compiler(const target::Target& target, const NativeOptions& options);
+
+// Flags for compiling a C artifact (--output-format=c/static-lib/exe) for |target|:
+// language level, optimization, one section per function and object (so a linker's
+// --gc-sections drops what is unused), no errno from math, no loop-to-memcpy rewrites
+// (the artifact then calls nothing outside itself), and the target's ISA flags.
+std::vector<std::string> artifact_cflags(const target::Target& target, int opt_level);
+
+// One C file of an artifact: its name in the build folder and its text.
+struct CFile {
+  std::string name;  // "digits.c"
+  std::string text;
+};
+
+// Compiles |file| (with the headers in |headers| beside it) into one object and
+// archives it as a static library (`ar rcsD`); with |strip|, local symbols are removed
+// first (`strip --strip-unneeded`). Returns the archive's bytes.
+std::vector<uint8_t> build_static_library(const CFile& file, const std::vector<CFile>& headers,
+                                          const target::Target& target, const NativeOptions& options,
+                                          bool strip);
+
+// Compiles and links |files| into a statically linked executable (-static -no-pie,
+// --gc-sections: no dynamic section); with |strip|, without a symbol table. Returns its
+// bytes.
+std::vector<uint8_t> build_executable(const std::vector<CFile>& files, const std::vector<CFile>& headers,
+                                      const target::Target& target, const NativeOptions& options, bool strip);
+
+// Compiles an existing C file into an object with |cc| and |cflags| (used by
+// `ingot inspect --size` on a C artifact). Returns the object's bytes.
+std::vector<uint8_t> compile_c_object(const std::string& c_path, const std::string& cc,
+                                      const std::vector<std::string>& cflags);
 
 }  // namespace ingot::codegen

@@ -2,13 +2,18 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "compiler/codegen/c/emit_c.h"
 #include "compiler/codegen/compile_native.h"
+#include "compiler/codegen/embedded_kernels.h"
+#include "compiler/emit/c_writer.h"
 #include "compiler/emit/module_writer.h"
+#include "compiler/emit/output_files.h"
 #include "compiler/import/onnx/import_onnx.h"
 #include "compiler/ir/error.h"
 #include "compiler/passes/passes.h"
@@ -23,6 +28,7 @@ namespace ingot::driver {
 
 namespace {
 
+namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
@@ -36,12 +42,17 @@ bool wants_dump(const CompileOptions& o, const std::string& stage) {
 }  // namespace
 
 void compile(const CompileOptions& options) {
-  if (options.output_format != "module")
-    fail("--output-format={} is not available yet (supported: module)", options.output_format);
+  const std::string& format = options.output_format;
+  if (format != "module" && format != "c" && format != "static-lib" && format != "exe")
+    fail("--output-format must be module, c, static-lib or exe, got '{}'", format);
   if (options.weights != "embed" && options.weights != "external")
     fail("--weights must be 'embed' or 'external', got '{}'", options.weights);
   if (options.output_path.empty()) fail("no output path given (-o)");
   target::Target target = target::resolve(options.target);
+  if (format == "exe" && target.bare_metal)
+    fail("--output-format=exe needs an operating system; for {} use --output-format=c or static-lib and link "
+         "the model into firmware (examples/firmware)",
+         target.name);
 
   auto t0 = Clock::now();
   import::ImportOptions import_options;
@@ -71,8 +82,6 @@ void compile(const CompileOptions& options) {
   native_options.cc = options.cc;
   native_options.opt_level = options.opt_level;
   native_options.keep_temps = options.keep_temps;
-  codegen::NativeCode native = codegen::compile_native(source, target, native_options);
-  if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "codegen+cc", ms_since(t2) * 1000);
 
   emit::ModuleContents m;
   m.arch = target.arch;
@@ -84,8 +93,6 @@ void compile(const CompileOptions& options) {
   for (const Value* v : graph->inputs) m.inputs.push_back(signature(v));
   for (const Value* v : graph->outputs) m.outputs.push_back(signature(v));
   m.arena_bytes = plan.arena_bytes;
-  m.kernel_offsets = native.kernel_offsets;
-  m.code = std::move(native.code);
   m.kernel_names = source.kernel_names;
   m.strip = options.strip;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
@@ -116,11 +123,90 @@ void compile(const CompileOptions& options) {
     m.step_labels.push_back(step.label);
   }
   m.constants = std::move(plan.constants);
-  if (options.weights == "external") {
-    m.external_weights_path = std::filesystem::path(options.output_path).filename().string() + ".weights";
+
+  if (format == "module") {
+    codegen::NativeCode native = codegen::compile_native(source, target, native_options);
+    if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "codegen+cc", ms_since(t2) * 1000);
+    m.kernel_offsets = native.kernel_offsets;
+    m.code = std::move(native.code);
+    if (options.weights == "external") {
+      m.external_weights_path = fs::path(options.output_path).filename().string() + ".weights";
+    }
+    emit::write_module_file(m, options.output_path);
+    if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "total", ms_since(t0) * 1000);
+    return;
   }
-  emit::write_module_file(m, options.output_path);
+
+  // The C forms: NAME.c + NAME.h, compiled into NAME.a or the executable NAME.
+  const fs::path out(options.output_path);
+  const fs::path folder = out.parent_path();
+  std::string stem = out.filename().string();
+  for (const char* ext : {".c", ".a", ".exe"}) {
+    const std::string e = ext;
+    if (stem.size() > e.size() && stem.compare(stem.size() - e.size(), e.size(), e) == 0) {
+      stem.resize(stem.size() - e.size());
+      break;
+    }
+  }
+  if (options.weights == "external") m.external_weights_path = stem + ".weights";
+  emit::CArtifactInput c;
+  c.module = &m;
+  c.prefix = emit::c_identifier_for(out.filename().string());
+  c.file_stem = stem;
+  c.model_name = fs::path(options.input_path).filename().string();
+  c.target_name = target.name;
+  c.target_features = target.features;
+  c.cc = codegen::c_compiler(target, native_options);
+  c.cflags = codegen::artifact_cflags(target, options.opt_level);
+  c.kernels_c = source.code;
+  c.kernel_symbols = source.kernel_symbols;
+  for (const codegen::EmbeddedFile& f : codegen::embedded_kernel_headers())
+    c.headers.push_back({std::string(f.name), std::string(f.content)});
+  c.arena_lower_bound = plan.arena_lower_bound_bytes;
+  c.arena_no_reuse = plan.arena_no_reuse_bytes;
+  emit::CArtifact artifact = emit::generate_c_artifact(c);
+  const codegen::CFile c_file{stem + ".c", artifact.source};
+  const codegen::CFile h_file{stem + ".h", artifact.header};
+
+  auto bytes = [](const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); };
+  std::vector<emit::OutputFile> files;
+  if (options.weights == "external") files.push_back({(folder / m.external_weights_path).string(), m.constants});
+  if (format == "c") {
+    files.push_back({(folder / h_file.name).string(), bytes(h_file.text)});
+    files.push_back({(folder / c_file.name).string(), bytes(c_file.text)});
+  } else if (format == "static-lib") {
+    std::vector<uint8_t> lib = codegen::build_static_library(c_file, {h_file}, target, native_options, options.strip);
+    files.push_back({(folder / h_file.name).string(), bytes(h_file.text)});
+    files.push_back({options.output_path, std::move(lib)});
+  } else {
+    const codegen::CFile main_file{stem + "_main.c", emit::generate_exe_main(c)};
+    std::vector<uint8_t> exe =
+        codegen::build_executable({c_file, main_file}, {h_file}, target, native_options, options.strip);
+    files.push_back({options.output_path, std::move(exe), true});
+  }
+  if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "codegen+cc", ms_since(t2) * 1000);
+  emit::write_files_atomically(files);
   if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "total", ms_since(t0) * 1000);
+}
+
+std::vector<uint8_t> build_c_artifact_object(const std::string& c_path, const std::string& cc) {
+  std::ifstream in(c_path, std::ios::binary);
+  if (!in) fail("cannot open '{}'", c_path);
+  std::string line;
+  const std::string marker = "ingot-build:";
+  for (int n = 0; n < 64 && std::getline(in, line); ++n) {
+    const size_t at = line.find(marker);
+    if (at == std::string::npos) continue;
+    std::istringstream words(line.substr(at + marker.size()));
+    std::vector<std::string> argv;
+    std::string w;
+    while (words >> w) argv.push_back(w);
+    if (argv.empty()) break;
+    std::string compiler = cc.empty() ? argv[0] : cc;
+    argv.erase(argv.begin());
+    return codegen::compile_c_object(c_path, compiler, argv);
+  }
+  fail("'{}' is not a C artifact written by ingot (no ingot-build line)", c_path);
 }
 
 }  // namespace ingot::driver

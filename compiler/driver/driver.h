@@ -14,22 +14,32 @@ struct InputShapeOverride {
 
 struct CompileOptions {
   std::string input_path;               // model.onnx
-  std::string output_path;              // model.ingot
-  std::string target = "host";          // host | x86_64-avx512 | x86_64-avx2 | x86_64 | generic
-  std::string output_format = "module"; // module (others later)
+  std::string output_path;              // model.ingot (module), NAME.c, NAME.a, NAME (exe)
+  std::string target = "host";          // see target::known_targets()
+  std::string output_format = "module"; // module | c | static-lib | exe
   std::string weights = "embed";        // embed | external
   int opt_level = 2;                    // 0, 2, or 's' (-Os) as 3
   bool strip = false;
   std::vector<std::string> dump_after;  // pass names or "all"
   bool time_passes = false;
   std::vector<InputShapeOverride> input_shapes;
-  std::string cc = "cc";                // C compiler for kernels
+  std::string cc;                       // C compiler for kernels; empty: the target's
   bool keep_temps = false;              // leave the generated C in a temp dir (debugging)
 };
 
 // Compiles |options.input_path| into |options.output_path|. Diagnostics (dumps, pass
 // times) go to stdout; throws ingot::Error (compiler/ir/error.h) with a one-line
 // message on any failure and leaves no output file behind.
+//
+// Output forms: `module` writes the .ingot file; `c` writes NAME.c and NAME.h;
+// `static-lib` writes NAME.a (one object) and NAME.h; `exe` writes a statically linked
+// executable NAME. With --weights=external every form writes the weights beside it
+// (NAME.weights; MODULE.weights for a module) and records their size and CRC-32.
 void compile(const CompileOptions& options);
+
+// How `ingot inspect --size` sizes a C artifact: the C compiler and flags recorded on
+// its `ingot-build:` line (|cc| replaces the compiler when not empty). Returns the
+// object's bytes. Throws ingot::Error when the file has no such line or fails to build.
+std::vector<uint8_t> build_c_artifact_object(const std::string& c_path, const std::string& cc);
 
 }  // namespace ingot::driver

@@ -2,16 +2,12 @@
 // runtime/core/module.c checks.
 #include "compiler/emit/module_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <span>
 
+#include "compiler/emit/output_files.h"
 #include "compiler/ir/error.h"
 #include "ingot/runtime.h"
 
@@ -188,43 +184,6 @@ std::vector<uint8_t> constants_section(const ModuleContents& c) {
   append(out, ext);
   out.insert(out.end(), path.begin(), path.end());
   return out;
-}
-
-// Writes |bytes| to |path| through a temp file in the same folder and a rename.
-void write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {
-  static std::atomic<uint64_t> counter{0};
-  std::string temp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    temp = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(getpid()), counter++);
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) fail("cannot write '{}': {}", path, std::strerror(errno));
-  const uint8_t* p = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = n < 0 ? errno : EIO;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      fail("cannot write '{}': {}", path, std::strerror(error));
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    fail("cannot write '{}': {}", path, std::strerror(error));
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    fail("cannot write '{}': {}", path, std::strerror(error));
-  }
 }
 
 }  // namespace

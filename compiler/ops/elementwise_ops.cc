@@ -2,38 +2,95 @@
 // gives a scalar form (used by the shared reference implementation) and a C
 // expression (used by the shared lowering and by epilogue fusion).
 #include <cmath>
+#include <limits>
 
-#include "compiler/ops/op_table.h"
+#include "compiler/ops/elementwise.h"
 
 namespace ingot::ops {
 
 namespace {
 
-float attr_f(const Attrs& a, const char* key, float fallback) {
-  auto it = a.find(key);
-  if (it == a.end()) return fallback;
-  if (auto* f = std::get_if<float>(&it->second)) return *f;
-  if (auto* i = std::get_if<int64_t>(&it->second)) return static_cast<float>(*i);
-  return fallback;
+std::map<std::string, ElementwiseSpec>& specs() {
+  static std::map<std::string, ElementwiseSpec> s;
+  return s;
 }
 
+const ElementwiseSpec& spec_of(const Node& node) { return specs().at(node.op_type); }
+
+bool is_integer(DType t) { return t == DType::I64 || t == DType::I32 || t == DType::I8 || t == DType::U8; }
+
+std::string dtype_list(uint32_t mask) {
+  std::string s;
+  for (DType t : {DType::F32, DType::F64, DType::I64, DType::I32, DType::I8, DType::U8, DType::Bool})
+    if (mask & (1u << static_cast<int>(t))) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
+  return s;
+}
+
+void check_dtype(const Node& node, size_t i, uint32_t mask) {
+  DType t = node.inputs[i]->dtype;
+  if (!(mask & (1u << static_cast<int>(t))))
+    fail("{}: input {} has dtype {}, which is not supported (supported: {})", node.describe(), i, dtype_name(t),
+         dtype_list(mask));
+}
+
+// Clip's bounds arrive as inputs from opset 11; canonicalize moves constant ones into
+// attributes. Bounds computed at run time stay inputs 1 and 2 (each optional).
+bool has_bound_inputs(const Node& node) { return node.op_type == "Clip" && node.inputs.size() > 1; }
+
 void infer_elementwise(Node& node) {
-  const OpDef* def = find_op(node.op_type);
-  size_t arity = static_cast<size_t>(def->elementwise_arity);
+  const ElementwiseSpec& spec = spec_of(node);
+  size_t arity = static_cast<size_t>(spec.arity);
   if (node.inputs.size() < arity || !node.input(0) || (arity == 2 && !node.input(1)))
     fail("{}: expects {} inputs, got {}", node.describe(), arity, node.inputs.size());
+  if (node.inputs.size() > arity && !has_bound_inputs(node))
+    fail("{}: expects {} inputs, got {}", node.describe(), arity, node.inputs.size());
+  check_dtype(node, 0, spec.dtypes);
   Shape shape = node.inputs[0]->shape;
   if (arity == 2) {
-    if (node.inputs[0]->dtype != node.inputs[1]->dtype)
+    if (spec.second_dtypes) {
+      check_dtype(node, 1, spec.second_dtypes);
+    } else if (node.inputs[0]->dtype != node.inputs[1]->dtype) {
       fail("{}: input dtypes differ ({} and {})", node.describe(), dtype_name(node.inputs[0]->dtype),
            dtype_name(node.inputs[1]->dtype));
+    }
     shape = broadcast_shapes(shape, node.inputs[1]->shape, node);
   }
-  set_output(node, 0, node.inputs[0]->dtype, shape);
+  if (has_bound_inputs(node)) {
+    for (size_t i = 1; i < node.inputs.size() && i < 3; ++i) {
+      const Value* b = node.inputs[i];
+      if (!b) continue;
+      if (b->dtype != node.inputs[0]->dtype)
+        fail("{}: bound {} has dtype {}, the input {}", node.describe(), i, dtype_name(b->dtype),
+             dtype_name(node.inputs[0]->dtype));
+      if (b->numel() != 1) fail("{}: bound {} must be a scalar, got shape {}", node.describe(), i, shape_str(b->shape));
+    }
+  }
+  set_output(node, 0, spec.bool_output ? DType::Bool : node.inputs[0]->dtype, shape);
+}
+
+void set_int(Tensor& t, int64_t i, int64_t v) {
+  switch (t.dtype) {
+    case DType::I64: t.data<int64_t>()[i] = v; break;
+    case DType::I32: t.data<int32_t>()[i] = static_cast<int32_t>(v); break;
+    case DType::I8: t.data<int8_t>()[i] = static_cast<int8_t>(v); break;
+    case DType::U8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+    case DType::Bool: t.data<uint8_t>()[i] = v != 0; break;
+    default: t.set_from_double(i, static_cast<double>(v)); break;
+  }
+}
+
+// Stores a double result; integers truncate toward zero and saturate instead of
+// overflowing (NaN gives 0).
+void set_double(Tensor& t, int64_t i, double r) {
+  if (t.dtype == DType::F32 || t.dtype == DType::F64) return t.set_from_double(i, r);
+  if (t.dtype == DType::Bool) return t.set_from_double(i, r != 0 ? 1.0 : 0.0);
+  if (std::isnan(r)) return set_int(t, i, 0);
+  constexpr double lim = 9.2e18;
+  set_int(t, i, static_cast<int64_t>(std::clamp(std::trunc(r), -lim, lim)));
 }
 
 void reference_elementwise(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
-  const OpDef* def = find_op(node.op_type);
+  const ElementwiseSpec& spec = spec_of(node);
   Tensor& y = out[0];
   const Shape& shape = y.shape;
   auto out_strides = strides_of(shape);
@@ -48,73 +105,154 @@ void reference_elementwise(const Node& node, const std::vector<const Tensor*>& i
     }
     return idx;
   };
+  Attrs attrs = node.attrs;
+  if (has_bound_inputs(node)) {
+    // Run-time bounds, known here: fold them into the attributes the scalar form reads.
+    const char* keys[] = {"min", "max"};
+    for (size_t i = 1; i < in.size() && i < 3; ++i)
+      if (in[i]) attrs[keys[i - 1]] = static_cast<float>(in[i]->as_double(0));
+  }
+  bool integer = spec.iscalar && is_integer(in[0]->dtype) &&
+                 (spec.arity == 1 || is_integer(in[1]->dtype));
   for (int64_t i = 0; i < y.numel(); ++i) {
-    double a = in[0]->as_double(index_into(*in[0], i));
-    double b = def->elementwise_arity == 2 ? in[1]->as_double(index_into(*in[1], i)) : 0.0;
-    double r = def->scalar(node.attrs, a, b);
+    int64_t ia = index_into(*in[0], i);
+    int64_t ib = spec.arity == 2 ? index_into(*in[1], i) : 0;
+    if (integer) {
+      int64_t r = spec.iscalar(attrs, in[0]->as_int(ia), spec.arity == 2 ? in[1]->as_int(ib) : 0);
+      set_int(y, i, r);
+      continue;
+    }
+    double a = in[0]->as_double(ia);
+    double b = spec.arity == 2 ? in[1]->as_double(ib) : 0.0;
+    double r = spec.scalar(attrs, a, b);
     if (y.dtype == DType::F32) r = static_cast<float>(r);
-    y.set_from_double(i, r);
+    set_double(y, i, r);
   }
 }
 
 std::string lower_elementwise(LoweringContext& ctx) {
   const Node& node = ctx.node;
-  const OpDef* def = find_op(node.op_type);
+  const ElementwiseSpec& spec = spec_of(node);
   const Value* y = node.outputs[0];
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.kernel_name = fmt::format("{}_{}_{}", dtype_name(y->dtype), node.op_type, shape_str(y->shape));
   std::string a = fmt::format("{}[{}]", ctx.in[0], broadcast_index_expr(y->shape, node.inputs[0]->shape, "i"));
-  std::string b = def->elementwise_arity == 2
+  std::string b = spec.arity == 2
                       ? fmt::format("{}[{}]", ctx.in[1], broadcast_index_expr(y->shape, node.inputs[1]->shape, "i"))
                       : "";
   const char* ct = dtype_c_type(y->dtype);
+  std::string expr;
+  std::string prologue;
+  if (has_bound_inputs(node)) {
+    // Bounds read from their buffers once; a missing one is the dtype's extreme.
+    const char* in_ct = dtype_c_type(node.inputs[0]->dtype);
+    DType t = node.inputs[0]->dtype;
+    std::string lowest = t == DType::F32 ? "(-1.0f / 0.0f)" : (t == DType::I32 ? "INT32_MIN" : "INT64_MIN");
+    std::string highest = t == DType::F32 ? "(1.0f / 0.0f)" : (t == DType::I32 ? "INT32_MAX" : "INT64_MAX");
+    std::string lo = node.input(1) ? ctx.in[1] + "[0]" : lowest;
+    std::string hi = node.input(2) ? ctx.in[2] + "[0]" : highest;
+    prologue = fmt::format("  const {ct} lo = ({ct}){lo};\n  const {ct} hi = ({ct}){hi};\n", fmt::arg("ct", in_ct),
+                           fmt::arg("lo", lo), fmt::arg("hi", hi));
+    expr = fmt::format("({a} < lo ? lo : ({a} > hi ? hi : {a}))", fmt::arg("a", a));
+  } else {
+    expr = spec.c_expr(node.attrs, a, b);
+  }
   ctx.epilogue_applied = true;
-  return fmt::format(
+  return prologue + fmt::format(
       "  for (int64_t i = 0; i < {n}; ++i) {{\n"
-      "    {ct} v = {expr};\n"
+      "    {ct} v = ({ct})({expr});\n"
       "{ep}"
       "    {out}[i] = v;\n"
       "  }}\n",
-      fmt::arg("n", y->numel()), fmt::arg("ct", ct), fmt::arg("expr", def->c_expr(node.attrs, a, b)),
+      fmt::arg("n", y->numel()), fmt::arg("ct", ct), fmt::arg("expr", expr),
       fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "i") : ""), fmt::arg("out", ctx.out[0]));
 }
 
 void add(std::map<std::string, OpDef>& t, const std::string& type, int arity,
          double (*scalar)(const Attrs&, double, double),
-         std::string (*c_expr)(const Attrs&, const std::string&, const std::string&)) {
-  OpDef d;
-  d.type = type;
-  d.infer = infer_elementwise;
-  d.reference = reference_elementwise;
-  d.lower = lower_elementwise;
-  d.elementwise_arity = arity;
-  d.scalar = scalar;
-  d.c_expr = c_expr;
-  t[type] = d;
+         std::string (*c_expr)(const Attrs&, const std::string&, const std::string&), uint32_t dtypes = kF32,
+         int64_t (*iscalar)(const Attrs&, int64_t, int64_t) = nullptr) {
+  ElementwiseSpec s;
+  s.type = type;
+  s.arity = arity;
+  s.scalar = scalar;
+  s.c_expr = c_expr;
+  s.dtypes = dtypes;
+  s.iscalar = iscalar;
+  add_elementwise(t, s);
 }
 
 using S = const std::string&;
 
+// Integer division truncates toward zero (C, and ONNX's integer Div); a zero divisor
+// gives 0 rather than trapping.
+int64_t int_div(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return static_cast<int64_t>(0u - static_cast<uint64_t>(a));
+  return a / b;
+}
+
 }  // namespace
+
+float attr_f(const Attrs& a, const char* key, float fallback) {
+  auto it = a.find(key);
+  if (it == a.end()) return fallback;
+  if (auto* f = std::get_if<float>(&it->second)) return *f;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return static_cast<float>(*i);
+  return fallback;
+}
+
+int64_t attr_i(const Attrs& a, const char* key, int64_t fallback) {
+  auto it = a.find(key);
+  if (it == a.end()) return fallback;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return *i;
+  if (auto* f = std::get_if<float>(&it->second)) return static_cast<int64_t>(*f);
+  return fallback;
+}
+
+void add_elementwise(std::map<std::string, OpDef>& table, const ElementwiseSpec& spec) {
+  specs()[spec.type] = spec;
+  OpDef d;
+  d.type = spec.type;
+  d.infer = infer_elementwise;
+  d.reference = reference_elementwise;
+  d.lower = lower_elementwise;
+  d.elementwise_arity = spec.arity;
+  d.scalar = spec.scalar;
+  d.c_expr = spec.c_expr;
+  table[spec.type] = d;
+}
 
 void register_elementwise_ops(std::map<std::string, OpDef>& t) {
   add(t, "Relu", 1, [](const Attrs&, double a, double) { return a > 0 ? a : 0.0; },
-      [](const Attrs&, S a, S) { return fmt::format("ingot_relu({})", a); });
+      [](const Attrs&, S a, S) { return fmt::format("({a} > 0 ? {a} : 0)", fmt::arg("a", a)); }, kNumeric,
+      [](const Attrs&, int64_t a, int64_t) { return a > 0 ? a : int64_t{0}; });
   add(t, "LeakyRelu", 1,
       [](const Attrs& at, double a, double) { return a >= 0 ? a : a * attr_f(at, "alpha", 0.01f); },
       [](const Attrs& at, S a, S) {
         return fmt::format("ingot_leaky_relu({}, {})", a, c_float(attr_f(at, "alpha", 0.01f)));
       });
-  // Clip's min/max arrive as inputs (opset >= 11); canonicalize_ops moves constant ones
-  // into attributes so Clip is unary everywhere after import.
+  // Clip's min/max arrive as inputs (opset >= 11); canonicalize moves constant ones
+  // into attributes so Clip is unary (and fusable) whenever its bounds are known.
   add(t, "Clip", 1,
       [](const Attrs& at, double a, double) {
         double lo = attr_f(at, "min", -INFINITY), hi = attr_f(at, "max", INFINITY);
         return a < lo ? lo : (a > hi ? hi : a);
       },
       [](const Attrs& at, S a, S) {
-        return fmt::format("ingot_clip({}, {}, {})", a, c_float(attr_f(at, "min", -INFINITY)),
-                           c_float(attr_f(at, "max", INFINITY)));
+        if (!at.count("min") && !at.count("max")) return a;
+        if (at.count("min") && !at.count("max"))
+          return fmt::format("({a} < {lo} ? {lo} : {a})", fmt::arg("a", a), fmt::arg("lo", c_float(attr_f(at, "min", 0))));
+        if (!at.count("min"))
+          return fmt::format("({a} > {hi} ? {hi} : {a})", fmt::arg("a", a), fmt::arg("hi", c_float(attr_f(at, "max", 0))));
+        return fmt::format("({a} < {lo} ? {lo} : ({a} > {hi} ? {hi} : {a}))", fmt::arg("a", a),
+                           fmt::arg("lo", c_float(attr_f(at, "min", 0))), fmt::arg("hi", c_float(attr_f(at, "max", 0))));
+      },
+      kNumeric,
+      [](const Attrs& at, int64_t a, int64_t) {
+        int64_t lo = at.count("min") ? attr_i(at, "min", 0) : std::numeric_limits<int64_t>::min();
+        int64_t hi = at.count("max") ? attr_i(at, "max", 0) : std::numeric_limits<int64_t>::max();
+        return a < lo ? lo : (a > hi ? hi : a);
       });
   add(t, "Sigmoid", 1, [](const Attrs&, double a, double) { return 1.0 / (1.0 + std::exp(-a)); },
       [](const Attrs&, S a, S) { return fmt::format("ingot_sigmoidf({})", a); });
@@ -127,9 +265,11 @@ void register_elementwise_ops(std::map<std::string, OpDef>& t) {
   add(t, "Sqrt", 1, [](const Attrs&, double a, double) { return std::sqrt(a); },
       [](const Attrs&, S a, S) { return fmt::format("__builtin_sqrtf({})", a); });
   add(t, "Neg", 1, [](const Attrs&, double a, double) { return -a; },
-      [](const Attrs&, S a, S) { return fmt::format("(-{})", a); });
+      [](const Attrs&, S a, S) { return fmt::format("(-{})", a); }, kNumeric,
+      [](const Attrs&, int64_t a, int64_t) { return static_cast<int64_t>(0u - static_cast<uint64_t>(a)); });
   add(t, "Abs", 1, [](const Attrs&, double a, double) { return std::fabs(a); },
-      [](const Attrs&, S a, S) { return fmt::format("ingot_absf({})", a); });
+      [](const Attrs&, S a, S) { return fmt::format("INGOT_ABS({})", a); }, kNumeric,
+      [](const Attrs&, int64_t a, int64_t) { return a < 0 ? static_cast<int64_t>(0u - static_cast<uint64_t>(a)) : a; });
   add(t, "Reciprocal", 1, [](const Attrs&, double a, double) { return 1.0 / a; },
       [](const Attrs&, S a, S) { return fmt::format("(1.0f / {})", a); });
   add(t, "HardSigmoid", 1,
@@ -149,15 +289,23 @@ void register_elementwise_ops(std::map<std::string, OpDef>& t) {
       [](const Attrs&, S a, S) { return fmt::format("ingot_hardswish({})", a); });
 
   add(t, "Add", 2, [](const Attrs&, double a, double b) { return a + b; },
-      [](const Attrs&, S a, S b) { return fmt::format("({} + {})", a, b); });
+      [](const Attrs&, S a, S b) { return fmt::format("({} + {})", a, b); }, kNumeric,
+      [](const Attrs&, int64_t a, int64_t b) {
+        return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+      });
   add(t, "Sub", 2, [](const Attrs&, double a, double b) { return a - b; },
-      [](const Attrs&, S a, S b) { return fmt::format("({} - {})", a, b); });
+      [](const Attrs&, S a, S b) { return fmt::format("({} - {})", a, b); }, kNumeric,
+      [](const Attrs&, int64_t a, int64_t b) {
+        return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+      });
   add(t, "Mul", 2, [](const Attrs&, double a, double b) { return a * b; },
-      [](const Attrs&, S a, S b) { return fmt::format("({} * {})", a, b); });
+      [](const Attrs&, S a, S b) { return fmt::format("({} * {})", a, b); }, kNumeric,
+      [](const Attrs&, int64_t a, int64_t b) {
+        return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+      });
   add(t, "Div", 2, [](const Attrs&, double a, double b) { return a / b; },
-      [](const Attrs&, S a, S b) { return fmt::format("({} / {})", a, b); });
-  add(t, "Pow", 2, [](const Attrs&, double a, double b) { return std::pow(a, b); },
-      [](const Attrs&, S a, S b) { return fmt::format("ingot_powf({}, {})", a, b); });
+      [](const Attrs&, S a, S b) { return fmt::format("INGOT_DIV({}, {})", a, b); }, kNumeric,
+      [](const Attrs&, int64_t a, int64_t b) { return int_div(a, b); });
 }
 
 }  // namespace ingot::ops

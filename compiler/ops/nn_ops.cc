@@ -1,6 +1,7 @@
-// Pooling, normalization and softmax ops.
+// Pooling, BatchNormalization, the softmax family and Gelu.
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/window.h"
@@ -10,72 +11,293 @@ namespace ingot::ops {
 namespace {
 
 // ---- pooling ----
-Window pool_geometry(const Node& node) {
-  auto kernel = node.attr_ints("kernel_shape");
-  if (kernel.empty()) fail("{}: kernel_shape is required", node.describe());
-  return window_geometry(node, node.inputs[0]->shape, kernel, node.attr_int("ceil_mode", 0) != 0);
+// N-D window geometry for the pooling ops: pads (explicit or auto_pad), ceil_mode and
+// output sizes per spatial dimension. The same rules as window.h's, for any rank, so
+// 3-D pools and the Indices output share one shape rule, reference and lowering.
+struct PoolGeometry {
+  int64_t N = 1, C = 1;
+  std::vector<int64_t> in, kernel, strides, dilations, pb, pe, out;
+  int64_t in_size() const { return num_elements(in); }
+  int64_t out_size() const { return num_elements(out); }
+};
+
+PoolGeometry pool_geometry(const Node& node) {
+  const Shape& x = node.inputs[0]->shape;
+  if (x.size() < 3) fail("{}: input must have rank >= 3 (N, C, spatial...), got {}", node.describe(), shape_str(x));
+  size_t sd = x.size() - 2;
+  PoolGeometry g;
+  g.N = x[0];
+  g.C = x[1];
+  g.in.assign(x.begin() + 2, x.end());
+  g.kernel = node.attr_ints("kernel_shape");
+  if (g.kernel.size() != sd)
+    fail("{}: kernel_shape has {} values for {} spatial dimensions", node.describe(), g.kernel.size(), sd);
+  g.strides = node.attr_ints("strides", std::vector<int64_t>(sd, 1));
+  g.dilations = node.attr_ints("dilations", std::vector<int64_t>(sd, 1));
+  auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * sd, 0));
+  if (g.strides.size() != sd || g.dilations.size() != sd || pads.size() != 2 * sd)
+    fail("{}: strides/dilations/pads have the wrong length", node.describe());
+  bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
+  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  g.pb.resize(sd);
+  g.pe.resize(sd);
+  g.out.resize(sd);
+  for (size_t i = 0; i < sd; ++i) {
+    if (g.strides[i] <= 0 || g.dilations[i] <= 0 || g.kernel[i] <= 0)
+      fail("{}: non-positive kernel, stride or dilation", node.describe());
+    int64_t ek = g.dilations[i] * (g.kernel[i] - 1) + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      g.out[i] = (g.in[i] + g.strides[i] - 1) / g.strides[i];
+      int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.strides[i] + ek - g.in[i]);
+      g.pb[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pe[i] = total - g.pb[i];
+    } else if (auto_pad == "VALID") {
+      g.out[i] = (g.in[i] - ek) / g.strides[i] + 1;
+    } else if (auto_pad == "NOTSET") {
+      g.pb[i] = pads[i];
+      g.pe[i] = pads[i + sd];
+      int64_t span = g.in[i] + g.pb[i] + g.pe[i] - ek;
+      if (span < 0) fail("{}: kernel larger than padded input", node.describe());
+      g.out[i] = ceil_mode ? (span + g.strides[i] - 1) / g.strides[i] + 1 : span / g.strides[i] + 1;
+      // A window must start inside the input or its leading padding.
+      if (ceil_mode && (g.out[i] - 1) * g.strides[i] >= g.in[i] + g.pb[i]) --g.out[i];
+    } else {
+      fail("{}: unknown auto_pad '{}'", node.describe(), auto_pad);
+    }
+    if (g.out[i] <= 0) fail("{}: output would be empty", node.describe());
+  }
+  return g;
+}
+
+Shape pool_output_shape(const PoolGeometry& g) {
+  Shape s{g.N, g.C};
+  s.insert(s.end(), g.out.begin(), g.out.end());
+  return s;
+}
+
+enum class PoolKind { Max, Average, Lp };
+
+PoolKind pool_kind(const Node& node) {
+  if (node.op_type == "MaxPool") return PoolKind::Max;
+  if (node.op_type == "LpPool") return PoolKind::Lp;
+  return PoolKind::Average;
 }
 
 void infer_pool(Node& node) {
-  require_f32(node, 0);
-  if (node.outputs.size() > 1) fail("{}: the Indices output is not supported", node.describe());
-  Window g = pool_geometry(node);
-  set_output(node, 0, DType::F32, window_output_shape(g, g.C));
+  PoolKind kind = pool_kind(node);
+  const Value* x = node.input(0);
+  if (!x) fail("{}: input 0 is missing", node.describe());
+  bool int_ok = kind == PoolKind::Max && (x->dtype == DType::U8 || x->dtype == DType::I8);
+  if (!int_ok) require_f32(node, 0);
+  if (node.outputs.size() > 1 && kind != PoolKind::Max) fail("{}: expects one output", node.describe());
+  if (node.attr_int("storage_order", 0) != 0 && node.attr_int("storage_order", 0) != 1)
+    fail("{}: storage_order must be 0 or 1", node.describe());
+  PoolGeometry g = pool_geometry(node);
+  Shape out = pool_output_shape(g);
+  set_output(node, 0, x->dtype, out);
+  if (node.outputs.size() > 1) set_output(node, 1, DType::I64, out);
+}
+
+// Flat index of an input element as the Indices output reports it: row-major over
+// the whole tensor, or column-major over the spatial dimensions (storage_order 1).
+int64_t pool_index(const PoolGeometry& g, int64_t plane, const std::vector<int64_t>& pos, bool column_major) {
+  int64_t idx = 0;
+  size_t sd = g.in.size();
+  if (!column_major) {
+    for (size_t d = 0; d < sd; ++d) idx = idx * g.in[d] + pos[d];
+  } else {
+    for (size_t d = sd; d-- > 0;) idx = idx * g.in[d] + pos[d];
+  }
+  return plane * g.in_size() + idx;
 }
 
 void reference_pool(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
-  Window g = pool_geometry(node);
-  bool is_max = node.op_type == "MaxPool";
+  PoolGeometry g = pool_geometry(node);
+  PoolKind kind = pool_kind(node);
   bool include_pad = node.attr_int("count_include_pad", 0) != 0;
-  const float* x = in[0]->data<float>();
-  float* y = out[0].data<float>();
-  for (int64_t p = 0; p < g.N * g.C; ++p)
-    for (int64_t oh = 0; oh < g.OH; ++oh)
-      for (int64_t ow = 0; ow < g.OW; ++ow) {
-        double acc = is_max ? -INFINITY : 0.0;
-        int64_t count = 0;
-        for (int64_t kh = 0; kh < g.KH; ++kh)
-          for (int64_t kw = 0; kw < g.KW; ++kw) {
-            int64_t ih = oh * g.SH - g.PH + kh * g.DH, iw = ow * g.SW - g.PW + kw * g.DW;
-            if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
-            double v = x[(p * g.H + ih) * g.W + iw];
-            acc = is_max ? std::max(acc, v) : acc + v;
-            ++count;
-          }
-        if (!is_max) {
-          if (include_pad) {
-            int64_t h0 = oh * g.SH - g.PH, w0 = ow * g.SW - g.PW;
-            int64_t h1 = std::min(h0 + g.KH, g.H + g.PH_END), w1 = std::min(w0 + g.KW, g.W + g.PW_END);
-            count = (h1 - h0) * (w1 - w0);
-          }
-          acc = count ? acc / count : 0.0;
-        }
-        y[(p * g.OH + oh) * g.OW + ow] = static_cast<float>(acc);
+  bool column_major = node.attr_int("storage_order", 0) != 0;
+  double p = node.attr_int("p", 2);
+  size_t sd = g.in.size();
+  const Tensor& x = *in[0];
+  auto in_strides = strides_of(g.in);
+  std::vector<int64_t> o(sd), k(sd), pos(sd);
+  for (int64_t plane = 0; plane < g.N * g.C; ++plane)
+    for (int64_t oi = 0; oi < g.out_size(); ++oi) {
+      for (size_t d = sd, r = oi; d-- > 0;) {
+        o[d] = r % g.out[d];
+        r /= g.out[d];
       }
+      double acc = kind == PoolKind::Max ? -INFINITY : 0.0;
+      int64_t count = 0, best = -1;
+      for (int64_t ki = 0; ki < num_elements(g.kernel); ++ki) {
+        for (size_t d = sd, r = ki; d-- > 0;) {
+          k[d] = r % g.kernel[d];
+          r /= g.kernel[d];
+        }
+        bool inside = true;
+        int64_t off = 0;
+        for (size_t d = 0; d < sd; ++d) {
+          pos[d] = o[d] * g.strides[d] - g.pb[d] + k[d] * g.dilations[d];
+          inside &= pos[d] >= 0 && pos[d] < g.in[d];
+          off += pos[d] * in_strides[d];
+        }
+        if (!inside) continue;
+        double v = x.as_double(plane * g.in_size() + off);
+        if (kind == PoolKind::Max) {
+          if (v > acc || best < 0) {
+            acc = v;
+            best = pool_index(g, plane, pos, column_major);
+          }
+        } else if (kind == PoolKind::Lp) {
+          acc += std::pow(std::fabs(v), p);
+        } else {
+          acc += v;
+        }
+        ++count;
+      }
+      if (kind == PoolKind::Average) {
+        if (include_pad) {
+          count = 1;
+          for (size_t d = 0; d < sd; ++d) {
+            int64_t start = o[d] * g.strides[d] - g.pb[d];
+            int64_t end = std::min(start + g.kernel[d], g.in[d] + g.pe[d]);
+            count *= end - start;
+          }
+        }
+        acc = count ? acc / count : 0.0;
+      } else if (kind == PoolKind::Lp) {
+        acc = std::pow(acc, 1.0 / p);
+      }
+      out[0].set_from_double(plane * g.out_size() + oi, acc);
+      if (out.size() > 1) out[1].data<int64_t>()[plane * g.out_size() + oi] = best;
+    }
+}
+
+// Any rank, any pool kind, the Indices output, integer inputs: nested loops with
+// every extent a literal (1-D and 2-D become 3-D with leading extents of 1).
+std::string lower_pool_generic(LoweringContext& ctx, const PoolGeometry& g) {
+  const Node& node = ctx.node;
+  PoolKind kind = pool_kind(node);
+  size_t sd = g.in.size();
+  if (sd > 3) fail("{}: pooling over {} spatial dimensions is not supported (at most 3)", node.describe(), sd);
+  auto pad3 = [&](const std::vector<int64_t>& v, int64_t fill) {
+    std::vector<int64_t> r(3 - sd, fill);
+    r.insert(r.end(), v.begin(), v.end());
+    return r;
+  };
+  auto I = pad3(g.in, 1), K = pad3(g.kernel, 1), S = pad3(g.strides, 1), Dl = pad3(g.dilations, 1);
+  auto PB = pad3(g.pb, 0), PE = pad3(g.pe, 0), O = pad3(g.out, 1);
+  DType dt = node.inputs[0]->dtype;
+  const char* ct = dtype_c_type(dt);
+  bool column_major = node.attr_int("storage_order", 0) != 0;
+  bool indices = node.outputs.size() > 1;
+  int64_t p = node.attr_int("p", 2);
+  std::string init = "0.0f", combine, finish = "acc";
+  if (kind == PoolKind::Max) {
+    init = dt == DType::F32 ? "-1.0f / 0.0f" : (dt == DType::U8 ? "0" : "-128");
+    combine = indices ? fmt::format("if (v > acc || best < 0) {{ acc = v; best = {}; }}",
+                                    column_major ? "(iw * H_ + ih) * D_ + id" : "(id * H_ + ih) * W_ + iw")
+                      : "acc = v > acc ? v : acc;";
+  } else if (kind == PoolKind::Lp) {
+    combine = p == 1 ? "acc += ingot_absf(v);" : p == 2 ? "acc += v * v;"
+                                                        : fmt::format("acc += ingot_powf(ingot_absf(v), {});", c_float(p));
+    finish = p == 1 ? "acc" : p == 2 ? "__builtin_sqrtf(acc)" : fmt::format("ingot_powf(acc, {})", c_float(1.0 / p));
+  } else {
+    combine = "acc += v; ++count;";
+    if (node.attr_int("count_include_pad", 0) != 0) {
+      // The window clipped to the padded input.
+      finish =
+          "acc / (float)(((od * SD_ - PD_ + KD_ < D_ + PDE_ ? od * SD_ - PD_ + KD_ : D_ + PDE_) - (od * SD_ - PD_)) *"
+          " ((oh * SH_ - PH_ + KH_ < H_ + PHE_ ? oh * SH_ - PH_ + KH_ : H_ + PHE_) - (oh * SH_ - PH_)) *"
+          " ((ow * SW_ - PW_ + KW_ < W_ + PWE_ ? ow * SW_ - PW_ + KW_ : W_ + PWE_) - (ow * SW_ - PW_)))";
+    } else {
+      finish = "count ? acc / (float)count : 0.0f";
+    }
+  }
+  ctx.headers.insert("ingot_kernel_common.h");
+  ctx.kernel_name = fmt::format("{}_{}{}_{}", dtype_name(dt), node.op_type, indices ? "_indices" : "",
+                                shape_str(node.outputs[0]->shape));
+  std::string consts = fmt::format(
+      "  const int64_t D_ = {}, H_ = {}, W_ = {}, KD_ = {}, KH_ = {}, KW_ = {};\n"
+      "  const int64_t SD_ = {}, SH_ = {}, SW_ = {}, DD_ = {}, DH_ = {}, DW_ = {};\n"
+      "  const int64_t PD_ = {}, PH_ = {}, PW_ = {}, PDE_ = {}, PHE_ = {}, PWE_ = {};\n"
+      "  (void)PDE_; (void)PHE_; (void)PWE_; (void)KD_; (void)KH_; (void)KW_;\n",
+      I[0], I[1], I[2], K[0], K[1], K[2], S[0], S[1], S[2], Dl[0], Dl[1], Dl[2], PB[0], PB[1], PB[2], PE[0], PE[1], PE[2]);
+  return consts + fmt::format(
+      "  for (int64_t pl = 0; pl < {planes}; ++pl) {{\n"
+      "    const {ct}* xp = {x} + pl * {insize};\n"
+      "    int64_t oi = pl * {outsize};\n"
+      "    for (int64_t od = 0; od < {OD}; ++od)\n"
+      "    for (int64_t oh = 0; oh < {OH}; ++oh)\n"
+      "    for (int64_t ow = 0; ow < {OW}; ++ow, ++oi) {{\n"
+      "      {acct} acc = {init};\n"
+      "      int64_t count = 0, best = -1;\n"
+      "      (void)count; (void)best;\n"
+      "      for (int64_t kd = 0; kd < KD_; ++kd) {{\n"
+      "        const int64_t id = od * SD_ - PD_ + kd * DD_;\n"
+      "        if (id < 0 || id >= D_) continue;\n"
+      "        for (int64_t kh = 0; kh < KH_; ++kh) {{\n"
+      "          const int64_t ih = oh * SH_ - PH_ + kh * DH_;\n"
+      "          if (ih < 0 || ih >= H_) continue;\n"
+      "          for (int64_t kw = 0; kw < KW_; ++kw) {{\n"
+      "            const int64_t iw = ow * SW_ - PW_ + kw * DW_;\n"
+      "            if (iw < 0 || iw >= W_) continue;\n"
+      "            const {acct} v = xp[(id * H_ + ih) * W_ + iw];\n"
+      "            {combine}\n"
+      "          }}\n"
+      "        }}\n"
+      "      }}\n"
+      "      {{\n"
+      "        {acct} r = {finish};\n"
+      "{ep}"
+      "        {y}[oi] = r;\n"
+      "      }}\n"
+      "{idx}"
+      "    }}\n"
+      "  }}\n",
+      fmt::arg("planes", g.N * g.C), fmt::arg("ct", ct), fmt::arg("x", ctx.in[0]), fmt::arg("insize", g.in_size()),
+      fmt::arg("outsize", g.out_size()), fmt::arg("OD", O[0]), fmt::arg("OH", O[1]), fmt::arg("OW", O[2]),
+      fmt::arg("acct", dt == DType::F32 ? "float" : ct), fmt::arg("init", init), fmt::arg("combine", combine),
+      fmt::arg("finish", finish), fmt::arg("y", ctx.out[0]),
+      fmt::arg("ep", ctx.epilogue && dt == DType::F32 ? ctx.epilogue("r", "oi") : ""),
+      fmt::arg("idx", indices ? fmt::format("      {}[oi] = pl * {} + best;\n", ctx.out[1], g.in_size()) : ""));
 }
 
 std::string lower_pool(LoweringContext& ctx) {
   const Node& node = ctx.node;
-  Window g = pool_geometry(node);
+  PoolGeometry pg = pool_geometry(node);
+  PoolKind kind = pool_kind(node);
+  ctx.epilogue_applied = true;
+  bool dilated = false;
+  for (int64_t d : pg.dilations) dilated |= d != 1;
+  bool fast = kind != PoolKind::Lp && node.outputs.size() == 1 && node.inputs[0]->dtype == DType::F32 &&
+              pg.in.size() <= 2 && !(kind == PoolKind::Average && dilated);
+  if (!fast) return lower_pool_generic(ctx, pg);
+  // 1-D and 2-D f32 pools without Indices: the plane kernels of f32_pool2d.h.
+  auto as_2d = [&](const std::vector<int64_t>& v, int64_t fill) {
+    return v.size() == 2 ? v : std::vector<int64_t>{fill, v[0]};
+  };
+  std::vector<int64_t> in = as_2d(pg.in, 1), k = as_2d(pg.kernel, 1), s = as_2d(pg.strides, 1),
+                       d = as_2d(pg.dilations, 1), pb = as_2d(pg.pb, 0), pe = as_2d(pg.pe, 0), o = as_2d(pg.out, 1);
   ctx.headers.insert("f32_pool2d.h");
-  bool is_max = node.op_type == "MaxPool";
-  ctx.kernel_name = fmt::format("f32_{}{}x{}_s{}_{}", is_max ? "maxpool" : "avgpool", g.KH, g.KW, g.SW,
+  bool is_max = kind == PoolKind::Max;
+  ctx.kernel_name = fmt::format("f32_{}{}x{}_s{}_{}", is_max ? "maxpool" : "avgpool", k[0], k[1], s[1],
                                 shape_str(node.outputs[0]->shape));
+  int64_t ohw = o[0] * o[1], hw = in[0] * in[1];
   std::string call = is_max
-      ? fmt::format("f32_maxpool2d_plane_portable({y} + p * {OHW}, {x} + p * {HW}, {H}, {W}, {OH}, {OW}, {KH}, {KW}, {SH}, {SW}, {PH}, {PW}, {DH}, {DW})",
-                    fmt::arg("y", ctx.out[0]), fmt::arg("OHW", g.OH * g.OW), fmt::arg("x", ctx.in[0]), fmt::arg("HW", g.H * g.W),
-                    fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("OH", g.OH), fmt::arg("OW", g.OW), fmt::arg("KH", g.KH),
-                    fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("SW", g.SW), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW),
-                    fmt::arg("DH", g.DH), fmt::arg("DW", g.DW))
-      : fmt::format("f32_avgpool2d_plane_portable({y} + p * {OHW}, {x} + p * {HW}, {H}, {W}, {OH}, {OW}, {KH}, {KW}, {SH}, {SW}, {PH}, {PW}, {PHE}, {PWE}, {inc})",
-                    fmt::arg("y", ctx.out[0]), fmt::arg("OHW", g.OH * g.OW), fmt::arg("x", ctx.in[0]), fmt::arg("HW", g.H * g.W),
-                    fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("OH", g.OH), fmt::arg("OW", g.OW), fmt::arg("KH", g.KH),
-                    fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("SW", g.SW), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW),
-                    fmt::arg("PHE", g.PH_END), fmt::arg("PWE", g.PW_END), fmt::arg("inc", node.attr_int("count_include_pad", 0)));
-  if (!is_max && (g.DH != 1 || g.DW != 1)) fail("{}: dilated AveragePool is not supported", node.describe());
-  return fmt::format("  for (int64_t p = 0; p < {}; ++p) {};\n", g.N * g.C, call);
+      ? fmt::format("f32_maxpool2d_plane_portable({} + p * {}, {} + p * {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
+                    ctx.out[0], ohw, ctx.in[0], hw, in[0], in[1], o[0], o[1], k[0], k[1], s[0], s[1], pb[0], pb[1], d[0], d[1])
+      : fmt::format("f32_avgpool2d_plane_portable({} + p * {}, {} + p * {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
+                    ctx.out[0], ohw, ctx.in[0], hw, in[0], in[1], o[0], o[1], k[0], k[1], s[0], s[1], pb[0], pb[1], pe[0],
+                    pe[1], node.attr_int("count_include_pad", 0));
+  std::string body = fmt::format("  for (int64_t p = 0; p < {}; ++p) {};\n", pg.N * pg.C, call);
+  if (ctx.epilogue)
+    body += fmt::format("  for (int64_t i = 0; i < {}; ++i) {{\n    float v = {}[i];\n{}    {}[i] = v;\n  }}\n",
+                        node.outputs[0]->numel(), ctx.out[0], ctx.epilogue("v", "i"), ctx.out[0]);
+  return body;
 }
 
+// ---- global pools ----
 void infer_global_pool(Node& node) {
   require_f32(node, 0);
   Shape s = node.inputs[0]->shape;
@@ -87,14 +309,15 @@ void infer_global_pool(Node& node) {
 void reference_global_pool(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   const Shape& s = in[0]->shape;
   int64_t planes = s[0] * s[1], size = num_elements(s) / planes;
-  bool is_max = node.op_type == "GlobalMaxPool";
-  for (int64_t p = 0; p < planes; ++p) {
+  bool is_max = node.op_type == "GlobalMaxPool", is_lp = node.op_type == "GlobalLpPool";
+  double p = node.attr_int("p", 2);
+  for (int64_t pl = 0; pl < planes; ++pl) {
     double acc = is_max ? -INFINITY : 0.0;
     for (int64_t i = 0; i < size; ++i) {
-      double v = in[0]->data<float>()[p * size + i];
-      acc = is_max ? std::max(acc, v) : acc + v;
+      double v = in[0]->data<float>()[pl * size + i];
+      acc = is_max ? std::max(acc, v) : is_lp ? acc + std::pow(std::fabs(v), p) : acc + v;
     }
-    out[0].data<float>()[p] = static_cast<float>(is_max ? acc : acc / size);
+    out[0].data<float>()[pl] = static_cast<float>(is_max ? acc : is_lp ? std::pow(acc, 1.0 / p) : acc / size);
   }
 }
 
@@ -102,10 +325,18 @@ std::string lower_global_pool(LoweringContext& ctx) {
   const Node& node = ctx.node;
   const Shape& s = node.inputs[0]->shape;
   int64_t planes = s[0] * s[1], size = num_elements(s) / planes;
-  bool is_max = node.op_type == "GlobalMaxPool";
+  bool is_max = node.op_type == "GlobalMaxPool", is_lp = node.op_type == "GlobalLpPool";
+  int64_t p = node.attr_int("p", 2);
+  std::string combine = is_max ? "ingot_maxf(acc, xp[i])" : "acc + xp[i]", final = fmt::format("acc * {}", c_float(1.0 / size));
+  if (is_max) final = "acc";
+  if (is_lp) {
+    combine = p == 1 ? "acc + ingot_absf(xp[i])" : p == 2 ? "acc + xp[i] * xp[i]"
+                                                          : fmt::format("acc + ingot_powf(ingot_absf(xp[i]), {})", c_float(p));
+    final = p == 1 ? "acc" : p == 2 ? "__builtin_sqrtf(acc)" : fmt::format("ingot_powf(acc, {})", c_float(1.0 / p));
+  }
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.epilogue_applied = true;
-  ctx.kernel_name = fmt::format("f32_global_{}pool_{}", is_max ? "max" : "avg", shape_str(s));
+  ctx.kernel_name = fmt::format("f32_global_{}pool_{}", is_max ? "max" : is_lp ? "lp" : "avg", shape_str(s));
   return fmt::format(
       "  for (int64_t p = 0; p < {planes}; ++p) {{\n"
       "    const float* xp = {x} + p * {size};\n"
@@ -116,9 +347,7 @@ std::string lower_global_pool(LoweringContext& ctx) {
       "    {y}[p] = v;\n"
       "  }}\n",
       fmt::arg("planes", planes), fmt::arg("x", ctx.in[0]), fmt::arg("size", size),
-      fmt::arg("init", is_max ? "-1.0f / 0.0f" : "0.0f"),
-      fmt::arg("combine", is_max ? "ingot_maxf(acc, xp[i])" : "acc + xp[i]"),
-      fmt::arg("final", is_max ? "acc" : fmt::format("acc * {}", c_float(1.0 / size))),
+      fmt::arg("init", is_max ? "-1.0f / 0.0f" : "0.0f"), fmt::arg("combine", combine), fmt::arg("final", final),
       fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "p") : ""), fmt::arg("y", ctx.out[0]));
 }
 
@@ -129,8 +358,11 @@ void infer_batchnorm(Node& node) {
   if (node.attr_int("training_mode", 0)) fail("{}: training_mode is not supported", node.describe());
   const Shape& s = node.inputs[0]->shape;
   if (s.size() < 2) fail("{}: input rank must be >= 2", node.describe());
-  for (size_t i = 1; i < 5; ++i)
-    if (node.inputs[i]->numel() != s[1]) fail("{}: parameter {} has {} elements for {} channels", node.describe(), i, node.inputs[i]->numel(), s[1]);
+  for (size_t i = 1; i < 5; ++i) {
+    require_f32(node, i);
+    if (node.inputs[i]->numel() != s[1])
+      fail("{}: parameter {} has {} elements for {} channels", node.describe(), i, node.inputs[i]->numel(), s[1]);
+  }
   set_output(node, 0, DType::F32, s);
   for (size_t i = 1; i < node.outputs.size(); ++i) fail("{}: training outputs are not supported", node.describe());
 }
@@ -150,7 +382,34 @@ void reference_batchnorm(const Node& node, const std::vector<const Tensor*>& in,
     }
 }
 
-// ---- Softmax / LogSoftmax ----
+// Parameters known at compile time fold into a Conv or become Mul + Add (passes);
+// this lowering serves parameters that arrive at run time.
+std::string lower_batchnorm(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  const Shape& s = node.inputs[0]->shape;
+  int64_t C = s[1], inner = num_elements(s) / (s[0] * C);
+  ctx.headers.insert("ingot_kernel_common.h");
+  ctx.epilogue_applied = true;
+  ctx.kernel_name = fmt::format("f32_batchnorm_{}", shape_str(s));
+  return fmt::format(
+      "  for (int64_t n = 0; n < {N}; ++n)\n"
+      "    for (int64_t c = 0; c < {C}; ++c) {{\n"
+      "      const float sc = {scale}[c] / __builtin_sqrtf({var}[c] + {eps});\n"
+      "      const float sh = {bias}[c] - {mean}[c] * sc;\n"
+      "      const int64_t base = (n * {C} + c) * {inner};\n"
+      "      for (int64_t i = 0; i < {inner}; ++i) {{\n"
+      "        float v = {x}[base + i] * sc + sh;\n"
+      "{ep}"
+      "        {y}[base + i] = v;\n"
+      "      }}\n"
+      "    }}\n",
+      fmt::arg("N", s[0]), fmt::arg("C", C), fmt::arg("scale", ctx.in[1]), fmt::arg("var", ctx.in[4]),
+      fmt::arg("eps", c_float(node.attr_float("epsilon", 1e-5f))), fmt::arg("bias", ctx.in[2]), fmt::arg("mean", ctx.in[3]),
+      fmt::arg("inner", inner), fmt::arg("x", ctx.in[0]), fmt::arg("y", ctx.out[0]),
+      fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "base + i") : ""));
+}
+
+// ---- Softmax / LogSoftmax / Hardmax ----
 struct SoftmaxGeometry {
   int64_t outer, n, inner;
 };
@@ -181,14 +440,23 @@ void infer_softmax(Node& node) {
 
 void reference_softmax(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   SoftmaxGeometry g = softmax_geometry(node);
-  bool log = node.op_type == "LogSoftmax";
+  bool log = node.op_type == "LogSoftmax", hard = node.op_type == "Hardmax";
   const float* x = in[0]->data<float>();
   float* y = out[0].data<float>();
   for (int64_t o = 0; o < g.outer; ++o)
     for (int64_t i = 0; i < g.inner; ++i) {
       int64_t base = o * g.n * g.inner + i;
       double m = -INFINITY, sum = 0;
-      for (int64_t k = 0; k < g.n; ++k) m = std::max(m, static_cast<double>(x[base + k * g.inner]));
+      int64_t arg = 0;
+      for (int64_t k = 0; k < g.n; ++k)
+        if (x[base + k * g.inner] > m) {
+          m = x[base + k * g.inner];
+          arg = k;
+        }
+      if (hard) {
+        for (int64_t k = 0; k < g.n; ++k) y[base + k * g.inner] = k == arg ? 1.0f : 0.0f;
+        continue;
+      }
       for (int64_t k = 0; k < g.n; ++k) sum += std::exp(x[base + k * g.inner] - m);
       for (int64_t k = 0; k < g.n; ++k) {
         double v = x[base + k * g.inner] - m;
@@ -200,6 +468,22 @@ void reference_softmax(const Node& node, const std::vector<const Tensor*>& in, s
 std::string lower_softmax(LoweringContext& ctx) {
   const Node& node = ctx.node;
   SoftmaxGeometry g = softmax_geometry(node);
+  if (node.op_type == "Hardmax") {
+    ctx.headers.insert("ingot_kernel_common.h");
+    ctx.kernel_name = fmt::format("f32_hardmax_{}x{}x{}", g.outer, g.n, g.inner);
+    return fmt::format(
+        "  for (int64_t o = 0; o < {outer}; ++o)\n"
+        "    for (int64_t i = 0; i < {inner}; ++i) {{\n"
+        "      const float* xp = {x} + o * {block} + i;\n"
+        "      float* yp = {y} + o * {block} + i;\n"
+        "      int64_t arg = 0;\n"
+        "      float m = xp[0];\n"
+        "      for (int64_t k = 1; k < {n}; ++k) if (xp[k * {inner}] > m) {{ m = xp[k * {inner}]; arg = k; }}\n"
+        "      for (int64_t k = 0; k < {n}; ++k) yp[k * {inner}] = k == arg ? 1.0f : 0.0f;\n"
+        "    }}\n",
+        fmt::arg("outer", g.outer), fmt::arg("inner", g.inner), fmt::arg("x", ctx.in[0]), fmt::arg("y", ctx.out[0]),
+        fmt::arg("block", g.n * g.inner), fmt::arg("n", g.n));
+  }
   ctx.headers.insert("f32_softmax.h");
   ctx.kernel_name = fmt::format("f32_{}_{}x{}x{}", node.op_type == "LogSoftmax" ? "logsoftmax" : "softmax", g.outer, g.n, g.inner);
   return fmt::format(
@@ -210,22 +494,66 @@ std::string lower_softmax(LoweringContext& ctx) {
       fmt::arg("x", ctx.in[0]), fmt::arg("n", g.n), fmt::arg("log", node.op_type == "LogSoftmax" ? 1 : 0));
 }
 
+// ---- Gelu (the fused form of the erf / tanh subgraphs; ONNX Gelu, opset 20) ----
+bool gelu_tanh(const Attrs& attrs) {
+  auto it = attrs.find("approximate");
+  return it != attrs.end() && std::get_if<std::string>(&it->second) && std::get<std::string>(it->second) == "tanh";
+}
+
+double gelu_scalar(const Attrs& attrs, double x, double) {
+  if (gelu_tanh(attrs)) return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2));
+}
+
+std::string gelu_c_expr(const Attrs& attrs, const std::string& x, const std::string&) {
+  if (gelu_tanh(attrs))
+    return fmt::format("(0.5f * ({x}) * (1.0f + ingot_tanhf(0.797884561f * (({x}) + 0.044715f * ({x}) * ({x}) * ({x})))))",
+                       fmt::arg("x", x));
+  return fmt::format("(0.5f * ({x}) * (1.0f + ingot_erff(({x}) * 0.707106781f)))", fmt::arg("x", x));
+}
+
+void infer_gelu(Node& node) {
+  require_f32(node, 0);
+  std::string approx = node.attr_string("approximate", "none");
+  if (approx != "none" && approx != "tanh") fail("{}: unknown approximate '{}'", node.describe(), approx);
+  set_output(node, 0, DType::F32, node.inputs[0]->shape);
+}
+
+void reference_gelu(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  for (int64_t i = 0; i < out[0].numel(); ++i)
+    out[0].data<float>()[i] = static_cast<float>(gelu_scalar(node.attrs, in[0]->data<float>()[i], 0.0));
+}
+
+std::string lower_gelu(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  int64_t n = node.outputs[0]->numel();
+  ctx.headers.insert("ingot_kernel_common.h");
+  ctx.epilogue_applied = true;
+  ctx.kernel_name = fmt::format("f32_Gelu_{}", shape_str(node.outputs[0]->shape));
+  return fmt::format("  for (int64_t i = 0; i < {}; ++i) {{\n    float v = {};\n{}    {}[i] = v;\n  }}\n", n,
+                     gelu_c_expr(node.attrs, fmt::format("{}[i]", ctx.in[0]), ""),
+                     ctx.epilogue ? ctx.epilogue("v", "i") : "", ctx.out[0]);
+}
+
 void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }
-
-
 
 }  // namespace
 
 void register_nn_ops(std::map<std::string, OpDef>& t) {
-  // BatchNormalization lowers through the graph passes: folded into a Conv, or
-  // decomposed into a per-channel Mul and Add that fuse like any elementwise op.
   add(t, {.type = "MaxPool", .infer = infer_pool, .reference = reference_pool, .lower = lower_pool});
   add(t, {.type = "AveragePool", .infer = infer_pool, .reference = reference_pool, .lower = lower_pool});
+  add(t, {.type = "LpPool", .infer = infer_pool, .reference = reference_pool, .lower = lower_pool});
   add(t, {.type = "GlobalAveragePool", .infer = infer_global_pool, .reference = reference_global_pool, .lower = lower_global_pool});
   add(t, {.type = "GlobalMaxPool", .infer = infer_global_pool, .reference = reference_global_pool, .lower = lower_global_pool});
-  add(t, {.type = "BatchNormalization", .infer = infer_batchnorm, .reference = reference_batchnorm});
+  add(t, {.type = "GlobalLpPool", .infer = infer_global_pool, .reference = reference_global_pool, .lower = lower_global_pool});
+  // BatchNormalization with constant parameters lowers through the graph passes:
+  // folded into a Conv, or decomposed into a per-channel Mul and Add that fuse.
+  add(t, {.type = "BatchNormalization", .infer = infer_batchnorm, .reference = reference_batchnorm, .lower = lower_batchnorm});
   add(t, {.type = "Softmax", .infer = infer_softmax, .reference = reference_softmax, .lower = lower_softmax});
   add(t, {.type = "LogSoftmax", .infer = infer_softmax, .reference = reference_softmax, .lower = lower_softmax});
+  add(t, {.type = "Hardmax", .infer = infer_softmax, .reference = reference_softmax, .lower = lower_softmax});
+  add(t, {.type = "Gelu", .infer = infer_gelu, .reference = reference_gelu, .lower = lower_gelu, .elementwise_arity = 1,
+          .scalar = gelu_scalar, .c_expr = gelu_c_expr});
 }
 
 }  // namespace ingot::ops

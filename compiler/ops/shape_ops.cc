@@ -98,8 +98,27 @@ void infer_unsqueeze(Node& node) {
 void infer_identity(Node& node) {
   require_inputs(node, 1);
   set_output(node, 0, node.inputs[0]->dtype, node.inputs[0]->shape);
-  // Dropout's optional mask output: all true in inference.
-  if (node.outputs.size() > 1) set_output(node, 1, DType::Bool, node.inputs[0]->shape);
+}
+
+// Inference Dropout is the identity. training_mode (opset >= 12) must be known; in
+// training mode only ratio 0 (again the identity) is supported, since anything else
+// drops at random. The optional mask output is all true, known at compile time: the
+// alias produces no step, so the mask becomes a constant here.
+void infer_dropout(Node& node) {
+  require_inputs(node, 1);
+  set_output(node, 0, node.inputs[0]->dtype, node.inputs[0]->shape);
+  if (node.input(2) && constant_input(node, 2, "training_mode").as_double(0) != 0) {
+    double ratio = node.input(1) ? constant_input(node, 1, "ratio").as_double(0) : 0.5;
+    if (ratio != 0)
+      fail("{}: training mode with ratio {} drops elements at random; only inference (or ratio 0) is supported",
+           node.describe(), ratio);
+  }
+  if (node.outputs.size() > 1) {
+    set_output(node, 1, DType::Bool, node.inputs[0]->shape);
+    Tensor mask(DType::Bool, node.inputs[0]->shape);
+    std::fill(mask.bytes.begin(), mask.bytes.end(), 1);
+    node.outputs[1]->constant = std::make_shared<const Tensor>(std::move(mask));
+  }
 }
 
 void reference_dropout(const Node&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
@@ -417,6 +436,12 @@ void infer_cast(Node& node) {
   set_output(node, 0, dtype_from_onnx(node.attr_int("to", 1), node), node.inputs[0]->shape);
 }
 
+// CastLike: Cast to the dtype of input 1.
+void infer_cast_like(Node& node) {
+  require_inputs(node, 2);
+  set_output(node, 0, node.inputs[1]->dtype, node.inputs[0]->shape);
+}
+
 void reference_cast(const Node&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   for (int64_t i = 0; i < out[0].numel(); ++i) {
     if (out[0].dtype == DType::I64 && in[0]->dtype == DType::I64)
@@ -488,12 +513,13 @@ void register_shape_ops(std::map<std::string, OpDef>& t) {
   add(t, {.type = "Squeeze", .infer = infer_squeeze, .reference = copy_reference, .is_alias = true});
   add(t, {.type = "Unsqueeze", .infer = infer_unsqueeze, .reference = copy_reference, .is_alias = true});
   add(t, {.type = "Identity", .infer = infer_identity, .reference = copy_reference, .is_alias = true});
-  add(t, {.type = "Dropout", .infer = infer_identity, .reference = reference_dropout, .is_alias = true});
+  add(t, {.type = "Dropout", .infer = infer_dropout, .reference = reference_dropout, .is_alias = true});
   add(t, {.type = "Transpose", .infer = infer_transpose, .reference = reference_transpose, .lower = lower_transpose});
   add(t, {.type = "Slice", .infer = infer_slice, .reference = reference_slice, .lower = lower_slice});
   add(t, {.type = "Concat", .infer = infer_concat, .reference = reference_concat, .lower = lower_concat});
   add(t, {.type = "Gather", .infer = infer_gather, .reference = reference_gather, .lower = lower_gather});
   add(t, {.type = "Cast", .infer = infer_cast, .reference = reference_cast, .lower = lower_cast});
+  add(t, {.type = "CastLike", .infer = infer_cast_like, .reference = reference_cast, .lower = lower_cast});
   add(t, {.type = "Shape", .infer = infer_shape, .reference = reference_shape, .folds_from_shape = true});
   add(t, {.type = "Size", .infer = infer_size, .reference = reference_size, .folds_from_shape = true});
   add(t, {.type = "Constant", .infer = infer_constant, .reference = reference_constant});

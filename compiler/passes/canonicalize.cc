@@ -7,7 +7,11 @@ void canonicalize(Graph& graph) {
   for (auto& owned : graph.nodes()) {
     Node& node = *owned;
     if (node.op_type == "Clip" && node.inputs.size() > 1) {
-      // opset >= 11 passes min/max as inputs; kernels need them as constants.
+      // opset >= 11 passes min/max as inputs; constant ones become attributes so Clip
+      // is unary (and fusable). Bounds computed at run time stay inputs.
+      bool known = true;
+      for (size_t i = 1; i < node.inputs.size() && i < 3; ++i) known &= !node.inputs[i] || node.inputs[i]->is_constant();
+      if (!known) continue;
       const char* keys[] = {"min", "max"};
       for (size_t i = 1; i < node.inputs.size() && i < 3; ++i) {
         if (!node.inputs[i]) continue;

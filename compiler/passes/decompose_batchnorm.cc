@@ -10,7 +10,12 @@ namespace ingot::passes {
 void decompose_batchnorm(Graph& graph) {
   std::vector<Node*> bns;
   for (auto& owned : graph.nodes())
-    if (owned->op_type == "BatchNormalization") bns.push_back(owned.get());
+    if (owned->op_type == "BatchNormalization") {
+      // Parameters computed at run time keep the op's own lowering.
+      bool known = owned->inputs.size() >= 5;
+      for (size_t i = 1; known && i < 5; ++i) known = owned->inputs[i] && owned->inputs[i]->is_constant();
+      if (known) bns.push_back(owned.get());
+    }
   for (Node* bn : bns) {
     const Shape& xs = bn->inputs[0]->shape;
     int64_t c = xs[1];

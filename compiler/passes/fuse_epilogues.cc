@@ -14,6 +14,8 @@ Node* fusable_consumer(const Graph& graph, Node* anchor) {
   Node* user = users[0];
   const ops::OpDef* def = ops::find_op(user->op_type);
   if (!def || def->elementwise_arity == 0 || user->outputs.size() != 1) return nullptr;
+  // Extra inputs (Clip's run-time bounds) cannot travel in an epilogue.
+  if (user->inputs.size() > static_cast<size_t>(def->elementwise_arity)) return nullptr;
   if (user->outputs[0]->shape != out->shape || user->outputs[0]->dtype != DType::F32) return nullptr;
   if (def->elementwise_arity == 1) return user->inputs[0] == out ? user : nullptr;
   Value* a = user->inputs[0];

@@ -44,6 +44,8 @@ PassManager default_pipeline() {
   pm.add("fold_batchnorm", fold_batchnorm);
   pm.add("decompose_batchnorm", decompose_batchnorm);
   pm.add("fold_constants_2", fold_constants);
+  pm.add("fuse_patterns", fuse_patterns);
+  pm.add("split_wide_ops", split_wide_ops);
   pm.add("pack_weights", pack_weights);
   pm.add("fuse_epilogues", fuse_epilogues);
   pm.add("eliminate_dead_code", eliminate_dead_code);

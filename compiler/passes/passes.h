@@ -22,6 +22,10 @@ void canonicalize(Graph& graph);
 void fold_batchnorm(Graph& graph);
 // Any remaining BatchNormalization → per-channel Mul + Add (which then fuse).
 void decompose_batchnorm(Graph& graph);
+// Subgraphs exporters write for one op (LayerNorm before opset 17, GELU) → that op.
+void fuse_patterns(Graph& graph);
+// Concat/Sum/Max/Min with more inputs than a step can bind → a tree of the same op.
+void split_wide_ops(Graph& graph);
 // Lays out weights the way kernels read them (Gemm's B as [K,N]).
 void pack_weights(Graph& graph);
 // Folds single-use elementwise consumers into the producing dispatch's epilogue.

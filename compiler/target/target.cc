@@ -15,11 +15,35 @@ Target x86(const std::string& name, uint32_t features, std::vector<std::string> 
   return Target{name, INGOT_ARCH_X86_64, features, std::move(flags)};
 }
 
+// Bare-metal Arm: C compiled with arm-none-eabi-gcc, Thumb-2. The M4 has a
+// single-precision FPU, the M7 a double-precision one, the M55 adds Helium (MVE),
+// which GCC 12 uses when it vectorizes; the M3 has no FPU (soft float).
+Target cortex_m(const std::string& name, std::vector<std::string> flags) {
+  flags.insert(flags.begin(), {"-mcpu=" + name, "-mthumb"});
+  Target t{name, INGOT_ARCH_ARM_CORTEX_M, 0, std::move(flags)};
+  t.cc = "arm-none-eabi-gcc";
+  t.bare_metal = true;
+  return t;
+}
+
+std::string known_list() {
+  std::string s;
+  for (const std::string& t : known_targets()) s += (s.empty() ? "" : ", ") + t;
+  return s;
+}
+
 }  // namespace
 
-std::vector<std::string> known_targets() { return {"host", "x86_64-avx512", "x86_64-avx2", "x86_64", "generic"}; }
+std::vector<std::string> known_targets() {
+  return {"host",      "x86_64-avx512", "x86_64-avx2", "x86_64",    "generic",
+          "cortex-m3", "cortex-m4",     "cortex-m7",   "cortex-m55"};
+}
 
 Target resolve(const std::string& name) {
+  if (name == "cortex-m3") return cortex_m(name, {"-mfloat-abi=soft"});
+  if (name == "cortex-m4") return cortex_m(name, {"-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"});
+  if (name == "cortex-m7") return cortex_m(name, {"-mfloat-abi=hard", "-mfpu=fpv5-d16"});
+  if (name == "cortex-m55") return cortex_m(name, {"-mfloat-abi=hard"});
 #if defined(__x86_64__)
   if (name == "host") {
     __builtin_cpu_init();
@@ -40,7 +64,7 @@ Target resolve(const std::string& name) {
 #else
   if (name == "host" || name == "generic") return Target{"generic", INGOT_ARCH_GENERIC, 0, {}};
 #endif
-  fail("unknown target '{}' (known: host, x86_64-avx512, x86_64-avx2, x86_64, generic)", name);
+  fail("unknown target '{}' (known: {})", name, known_list());
 }
 
 }  // namespace ingot::target

@@ -12,9 +12,12 @@ struct Target {
   uint32_t arch = 0;         // ingot_arch_t
   uint32_t features = 0;     // INGOT_FEATURE_* the code may use (and the CPU must have)
   std::vector<std::string> cflags;  // ISA flags for the C compiler
+  std::string cc = "cc";     // the C compiler used when --cc is not given
+  bool bare_metal = false;   // no operating system: no executables, C runs from firmware
 };
 
-// "host" | "x86_64-avx512" | "x86_64-avx2" | "x86_64" | "generic". Throws on others.
+// "host" | "x86_64-avx512" | "x86_64-avx2" | "x86_64" | "generic" |
+// "cortex-m3" | "cortex-m4" | "cortex-m7" | "cortex-m55". Throws on others.
 Target resolve(const std::string& name);
 std::vector<std::string> known_targets();
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ingot/runtime.h"
+#include "plan_walk_impl.h"
 
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_kernel_fn_t) == sizeof(const uint8_t*),
                         "kernel entry points are formed from code addresses");
@@ -20,29 +21,6 @@ ingot_status_t ingot_context_initialize(const ingot_module_t* module, void* aren
   out_context->arena = (uint8_t*)arena;
   out_context->arena_size = arena_size;
   return INGOT_OK;
-}
-
-/* Base pointer + offset. Offsets were checked against each base at load. */
-static inline uint8_t* ingot_resolve_(const ingot_binding_t* b, uint8_t* arena,
-                                      const uint8_t* constants, const void* const* inputs,
-                                      void* const* outputs) {
-  uint8_t* base;
-  switch (b->base) {
-    case INGOT_BASE_ARENA:
-      base = arena;
-      break;
-    case INGOT_BASE_CONSTANTS:
-      base = (uint8_t*)constants;
-      break;
-    case INGOT_BASE_INPUT:
-      base = (uint8_t*)inputs[b->index];
-      break;
-    default: /* INGOT_BASE_OUTPUT */
-      base = (uint8_t*)outputs[b->index];
-      break;
-  }
-  /* Keeps NULL + 0 (an empty arena or weights) out of pointer arithmetic. */
-  return b->offset == 0 ? base : base + b->offset;
 }
 
 static ingot_status_t ingot_invoke_impl_(ingot_context_t* context, const void* const* inputs,
@@ -82,7 +60,7 @@ static ingot_status_t ingot_invoke_impl_(ingot_context_t* context, const void* c
     switch (step->kind) {
       case INGOT_STEP_DISPATCH: {
         for (uint32_t i = 0; i < step->binding_count; ++i) {
-          buffers[i] = ingot_resolve_(&b[i], arena, constants, inputs, outputs);
+          buffers[i] = ingot_plan_resolve_(&b[i], arena, constants, inputs, outputs);
         }
         const uint8_t* entry = m->code_base + m->kernel_offsets[step->kernel];
         ingot_kernel_fn_t fn;
@@ -92,8 +70,8 @@ static ingot_status_t ingot_invoke_impl_(ingot_context_t* context, const void* c
       }
       case INGOT_STEP_COPY:
         if (step->wg_end > 0) {
-          memcpy(ingot_resolve_(&b[1], arena, constants, inputs, outputs),
-                 ingot_resolve_(&b[0], arena, constants, inputs, outputs), step->wg_end);
+          memcpy(ingot_plan_resolve_(&b[1], arena, constants, inputs, outputs),
+                 ingot_plan_resolve_(&b[0], arena, constants, inputs, outputs), step->wg_end);
         }
         break;
       default: /* INGOT_STEP_BARRIER: one worker meets only itself. */

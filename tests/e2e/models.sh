@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # End to end: export the test models with torch, compile each with ingot, run it and
 # compare with torch's output; a perturbed reference must fail with exit status 1.
+# Models exported with dynamic axes (NAME.shape beside them) must fail to compile
+# without --input-shape, naming the dynamic dimension, and compile with it.
 # Usage: tests/e2e/models.sh BUILD_DIR SOURCE_DIR [model ...]
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -13,9 +15,16 @@ WORK="$BUILD/e2e-models"
 mkdir -p "$WORK"
 
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(lenet resnet_small mobilenet_v2 resnet18)
+if [ ${#models[@]} -eq 0 ]; then
+  # Every model at opset 13 and 17; BERT and the LSTM also with dynamic axes.
+  for base in lenet resnet_small mobilenet_v2 resnet18 mobilenet_v3_small squeezenet1_1 densenet121 \
+      bert_encoder lstm_seq bert_encoder_dyn lstm_seq_dyn; do
+    models+=("$base" "${base}_op17")
+  done
+fi
 
-"$PY" "$SRC/tests/models/export_models.py" --out "$MODELS_DIR" --only "$(IFS=,; echo "${models[*]}")"
+"$PY" "$SRC/tests/models/export_models.py" --out "$MODELS_DIR" --only "$(IFS=,; echo "${models[*]}")" 2> "$WORK/export.log" ||
+  { cat "$WORK/export.log" >&2; exit 1; }
 
 # The demo model and one of its samples ride along.
 cp "$SRC/examples/digits/digits_mlp.onnx" "$MODELS_DIR/digits_mlp.onnx"
@@ -27,17 +36,46 @@ failures=0
 for m in "${models[@]}"; do
   onnx="$MODELS_DIR/$m.onnx"
   mod="$WORK/$m.ingot"
+  shape_args=()
+  if [ -f "$MODELS_DIR/$m.shape" ]; then
+    # Without --input-shape the compile must stop and name the dynamic dimension.
+    set +e
+    msg=$("$INGOT" compile "$onnx" -o "$mod" 2>&1)
+    rc=$?
+    set -e
+    if [ $rc -ne 2 ] || ! grep -q "dimension [0-9]* ('[a-z_]*') is dynamic" <<<"$msg"; then
+      echo "FAIL: $m without --input-shape exited $rc, expected 2 naming the dynamic dimension:" >&2
+      echo "$msg" >&2
+      failures=$((failures + 1))
+    fi
+    shape_args=(--input-shape="$(cat "$MODELS_DIR/$m.shape")")
+  fi
+  rm -f "$mod"
   start=$(date +%s%N)
-  "$INGOT" compile "$onnx" -o "$mod"
+  if ! "$INGOT" compile "$onnx" -o "$mod" "${shape_args[@]}"; then
+    echo "FAIL: $m does not compile" >&2
+    failures=$((failures + 1))
+    continue
+  fi
   end=$(date +%s%N)
   printf '%s: compiled in %d ms, module %d bytes\n' "$m" $(( (end - start) / 1000000 )) "$(stat -c %s "$mod")"
 
+  # Tolerance scaled to the output's magnitude: random-weight models range from
+  # outputs around 0.01 (mobilenet_v3_small) to around 5 (the BERT encoder).
+  atol=$("$PY" -c "import sys, numpy as np; print('%.3g' % max(1e-6, 1e-4 * float(np.abs(np.load(sys.argv[1])).max())))" \
+      "$MODELS_DIR/$m.out.npy")
   if ! "$INGOT" run "$mod" --input=@"$MODELS_DIR/$m.in.npy" --expected-output=@"$MODELS_DIR/$m.out.npy" \
-      --atol=1e-4 --rtol=1e-3 --no-print; then
+      --output=@"$WORK/$m.got.npy" --atol="$atol" --rtol=1e-3 --no-print; then
     echo "FAIL: $m does not match the torch reference" >&2
     failures=$((failures + 1))
     continue
   fi
+  "$PY" - "$WORK/$m.got.npy" "$MODELS_DIR/$m.out.npy" <<'PYEOF'
+import sys
+import numpy as np
+got, ref = (np.load(p).astype(np.float64) for p in sys.argv[1:3])
+print("  max |error| %.3g (max |reference| %.3g)" % (np.abs(got - ref).max(), np.abs(ref).max()))
+PYEOF
 
   # Perturb one element of the reference: ingot run must report a mismatch (exit 1).
   "$PY" - "$MODELS_DIR/$m.out.npy" "$WORK/$m.perturbed.npy" <<'PYEOF'
@@ -49,7 +87,7 @@ np.save(sys.argv[2], ref)
 PYEOF
   set +e
   msg=$("$INGOT" run "$mod" --input=@"$MODELS_DIR/$m.in.npy" --expected-output=@"$WORK/$m.perturbed.npy" \
-      --atol=1e-4 --rtol=1e-3 --no-print 2>&1)
+      --atol="$atol" --rtol=1e-3 --no-print 2>&1)
   rc=$?
   set -e
   if [ $rc -ne 1 ]; then
@@ -63,6 +101,7 @@ done
 
 # ingot_invoke must not touch the heap.
 for m in "${models[@]}"; do
+  [ -f "$WORK/$m.ingot" ] || continue
   "$BUILD/bin/ingot_no_alloc_check" "$WORK/$m.ingot" || failures=$((failures + 1))
 done
 

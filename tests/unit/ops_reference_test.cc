@@ -372,6 +372,21 @@ TEST_F(OpsReferenceTest, MaxPoolCeilModeDropsWindowStartingInPadding) {
   expect_f32(run("MaxPool", {rt(f32({1, 1, 1, 4}, {1, 5, 2, 4}))}, attrs, 13, "drop"), {1, 1, 1, 2}, {5, 4});
 }
 
+TEST_F(OpsReferenceTest, PoolAutoPad) {
+  // Width 4, kernel 3, stride 2: two windows, total padding 1.
+  Tensor x = f32({1, 1, 1, 4}, {1, 5, 2, 4});
+  ops::Attrs attrs = {{"kernel_shape", std::vector<int64_t>{1, 3}},
+                      {"strides", std::vector<int64_t>{1, 2}},
+                      {"auto_pad", std::string("SAME_UPPER")}};
+  // SAME_UPPER pads after: windows [0,2] and [2,4].
+  expect_f32(run("MaxPool", {rt(x)}, attrs), {1, 1, 1, 2}, {5, 4});
+  expect_f32(run("AveragePool", {rt(x)}, attrs, 13, "avg_upper"), {1, 1, 1, 2}, {8.0f / 3, 3});
+  // SAME_LOWER pads before: windows [-1,1] and [1,3].
+  attrs["auto_pad"] = std::string("SAME_LOWER");
+  expect_f32(run("MaxPool", {rt(x)}, attrs, 13, "lower"), {1, 1, 1, 2}, {5, 5});
+  expect_f32(run("AveragePool", {rt(x)}, attrs, 13, "avg_lower"), {1, 1, 1, 2}, {3, 11.0f / 3});
+}
+
 TEST_F(OpsReferenceTest, AveragePoolPadsExcludePad) {
   expect_f32(run("AveragePool", {rt(f32({1, 1, 4, 4}, iota16()))},
                  {{"kernel_shape", std::vector<int64_t>{2, 2}},
@@ -612,15 +627,17 @@ TEST_F(OpsReferenceTest, BadBroadcastNamesTheNode) {
   EXPECT_EQ(msg, "Mul node 'mixed' (opset 13): input dtypes differ (f32 and i64)");
 }
 
-TEST_F(OpsReferenceTest, EveryOpHasAShapeRule) {
+TEST_F(OpsReferenceTest, EveryOpHasAShapeRuleAndAReference) {
   for (const std::string& type : ops::supported_ops()) {
     const ops::OpDef* def = ops::find_op(type);
     ASSERT_NE(def, nullptr) << type;
+    EXPECT_EQ(def->type, type);
     EXPECT_NE(def->infer, nullptr) << type;
     EXPECT_NE(def->reference, nullptr) << type;
-    EXPECT_TRUE(def->lower || def->is_alias || def->folds_from_shape || type == "Constant" ||
-                type == "ConstantOfShape" || type == "BatchNormalization")
-        << type << " can neither run nor fold";
+    if (def->elementwise_arity != 0) {
+      EXPECT_NE(def->lower, nullptr) << type;
+      EXPECT_NE(def->c_expr, nullptr) << type << ": elementwise ops must have an epilogue form";
+    }
   }
   EXPECT_EQ(ops::find_op("NoSuchOp"), nullptr);
 }

@@ -109,6 +109,12 @@ AttrValue attr_from_proto(const onnx::AttributeProto& a, const Node& node, const
     case onnx::AttributeProto::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
     case onnx::AttributeProto::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
     case onnx::AttributeProto::TENSOR: return tensor_from_proto(a.t(), dir);
+    case onnx::AttributeProto::STRINGS: {
+      // Name lists (an RNN's activations): one comma-separated string.
+      std::string joined;
+      for (const std::string& s : a.strings()) joined += (joined.empty() ? "" : ",") + s;
+      return joined;
+    }
     default: break;
   }
   fail("{}: attribute '{}' of type {} is not supported", node.describe(), a.name(),
@@ -172,7 +178,7 @@ std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOpt
       if (!tt.has_shape()) fail("{} has no shape; fix it with --input-shape={}:DIMS", what, in.name());
       for (int i = 0; i < tt.shape().dim_size(); ++i) {
         const auto& d = tt.shape().dim(i);
-        if (!d.has_dim_value() || d.dim_value() <= 0) {
+        if (!d.has_dim_value() || d.dim_value() < 0) {
           std::string param = d.has_dim_param() ? fmt::format(" ('{}')", d.dim_param()) : "";
           fail("{} dimension {}{} is dynamic; fix it with --input-shape={}:DIMS (e.g. 1x...)", what, i, param, in.name());
         }

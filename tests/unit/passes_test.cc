@@ -1,0 +1,809 @@
+// Graph passes (golden IR text before and after, plus numerics where a pass rewrites
+// weights) and the static plan (aliases, outputs, copies, arena placement).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/ranges.h>
+
+#include "compiler/ir/error.h"
+#include "compiler/passes/passes.h"
+#include "compiler/schedule/plan.h"
+#include "tests/unit/test_util.h"
+
+namespace ingot {
+namespace {
+
+using testing::add_input;
+using testing::add_op;
+using testing::f32;
+using testing::i64;
+using testing::Tolerance;
+
+using I = std::vector<int64_t>;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// Reference outputs of the whole graph for |inputs|.
+std::vector<Tensor> graph_outputs(const Graph& g, const std::vector<Tensor>& inputs) {
+  auto env = testing::evaluate_graph(g, inputs);
+  std::vector<Tensor> out;
+  for (const Value* v : g.outputs) out.push_back(env.at(v));
+  return out;
+}
+
+// ---- fold_constants ----------------------------------------------------------------
+
+TEST(FoldConstantsTest, ShapeGatherUnsqueezeConcatChainFoldsIntoReshape) {
+  Graph g;
+  g.name = "fold";
+  g.opset = 13;
+  Value* x = add_input(g, "x", {2, 3, 4});
+  Node* shape = add_op(g, "Shape", {x}, {}, 13, 1, "shape");
+  Node* gather = add_op(g, "Gather", {shape->outputs[0], g.add_constant("idx", i64({}, {0}))}, {{"axis", int64_t{0}}},
+                        13, 1, "gather");
+  Node* unsq = add_op(g, "Unsqueeze", {gather->outputs[0], g.add_constant("axes", i64({1}, {0}))}, {}, 13, 1, "unsq");
+  Node* concat = add_op(g, "Concat", {unsq->outputs[0], g.add_constant("minus1", i64({1}, {-1}))},
+                        {{"axis", int64_t{0}}}, 13, 1, "concat");
+  // The importer knows Reshape's output shape; the shape input is not constant yet.
+  Node* reshape = g.add_node("Reshape", "reshape", {x, concat->outputs[0]}, 1);
+  ops::set_output(*reshape, 0, DType::F32, {2, 12});
+  Node* relu = add_op(g, "Relu", {reshape->outputs[0]}, {}, 13, 1, "relu");
+  g.outputs = {relu->outputs[0]};
+  EXPECT_EQ(print_graph(g),
+            "graph fold (opset 13) {\n"
+            "  input %x : 2x3x4xf32\n"
+            "  const %idx : scalarxi64\n"
+            "  const %axes : 1xi64\n"
+            "  const %minus1 : 1xi64\n"
+            "  %shape:0 : 3xi64 = Shape(%x)\n"
+            "  %gather:0 : scalarxi64 = Gather(%shape:0, %idx) {axis=0}\n"
+            "  %unsq:0 : 1xi64 = Unsqueeze(%gather:0, %axes)\n"
+            "  %concat:0 : 2xi64 = Concat(%unsq:0, %minus1) {axis=0}\n"
+            "  %reshape:0 : 2x12xf32 = Reshape(%x, %concat:0)\n"
+            "  %relu:0 : 2x12xf32 = Relu(%reshape:0)\n"
+            "  return %relu:0\n"
+            "}\n");
+  passes::fold_constants(g);
+  EXPECT_EQ(print_graph(g),
+            "graph fold (opset 13) {\n"
+            "  input %x : 2x3x4xf32\n"
+            "  const %concat:0 : 2xi64\n"
+            "  %reshape:0 : 2x12xf32 = Reshape(%x, %concat:0)\n"
+            "  %relu:0 : 2x12xf32 = Relu(%reshape:0)\n"
+            "  return %relu:0\n"
+            "}\n");
+  ASSERT_TRUE(reshape->inputs[1]->is_constant());
+  EXPECT_EQ(reshape->inputs[1]->constant->to_ints(), (I{2, -1}));
+  EXPECT_NO_THROW(verify_graph(g));
+  // With the shape now constant, the Reshape's own shape rule agrees.
+  EXPECT_NO_THROW(ops::find_op("Reshape")->infer(*reshape));
+  EXPECT_EQ(reshape->outputs[0]->shape, (Shape{2, 12}));
+}
+
+TEST(FoldConstantsTest, FoldsConstantArithmeticAndKeepsGraphOutputs) {
+  Graph g;
+  g.name = "arith";
+  Value* x = add_input(g, "x", {2});
+  Value* a = g.add_constant("a", f32({2}, {1, 2}));
+  Value* b = g.add_constant("b", f32({2}, {10, 20}));
+  Node* sum = add_op(g, "Add", {a, b}, {}, 13, 1, "sum");
+  Node* neg = add_op(g, "Neg", {sum->outputs[0]}, {}, 13, 1, "neg");
+  Node* use = add_op(g, "Mul", {x, neg->outputs[0]}, {}, 13, 1, "use");
+  g.outputs = {use->outputs[0], sum->outputs[0]};
+  passes::fold_constants(g);
+  EXPECT_EQ(print_graph(g),
+            "graph arith (opset 0) {\n"
+            "  input %x : 2xf32\n"
+            "  const %neg:0 : 2xf32\n"
+            "  %use:0 : 2xf32 = Mul(%x, %neg:0)\n"
+            "  return %use:0, %sum:0\n"
+            "}\n");
+  ASSERT_TRUE(g.outputs[1]->is_constant());
+  EXPECT_EQ(testing::values_f32(*g.outputs[1]->constant), (std::vector<float>{11, 22}));
+  EXPECT_EQ(testing::values_f32(*use->inputs[1]->constant), (std::vector<float>{-11, -22}));
+  EXPECT_NO_THROW(verify_graph(g));
+}
+
+TEST(FoldConstantsTest, LeavesRunTimeNodesAndEpilogues) {
+  Graph g;
+  Value* x = add_input(g, "x", {2});
+  Value* a = g.add_constant("a", f32({2}, {1, 2}));
+  Node* keep = add_op(g, "Relu", {a}, {}, 13, 1, "keep");
+  EpilogueOp add;
+  add.op_type = "Add";
+  add.operand = x;
+  keep->epilogue.push_back(add);  // depends on x now: must not fold
+  Node* run = add_op(g, "Sigmoid", {x}, {}, 13, 1, "run");
+  g.outputs = {keep->outputs[0], run->outputs[0]};
+  std::string before = print_graph(g);
+  passes::fold_constants(g);
+  EXPECT_EQ(print_graph(g), before);
+  EXPECT_FALSE(keep->outputs[0]->is_constant());
+}
+
+// ---- canonicalize ----------------------------------------------------------------------
+
+TEST(CanonicalizeTest, ClipInputsBecomeAttributes) {
+  Graph g;
+  g.name = "clip";
+  g.opset = 11;
+  Value* x = add_input(g, "x", {4});
+  Node* both = add_op(g, "Clip", {x, g.add_constant("lo", f32({}, {0})), g.add_constant("hi", f32({}, {6}))}, {}, 11,
+                      1, "both");
+  Node* max_only = add_op(g, "Clip", {both->outputs[0], nullptr, g.add_constant("hi2", f32({1}, {0.5f}))}, {}, 11, 1,
+                          "max_only");
+  Node* attrs = add_op(g, "Clip", {max_only->outputs[0]}, {{"min", -1.0f}}, 6, 1, "attrs");
+  g.outputs = {attrs->outputs[0]};
+  EXPECT_EQ(print_graph(g),
+            "graph clip (opset 11) {\n"
+            "  input %x : 4xf32\n"
+            "  const %lo : scalarxf32\n"
+            "  const %hi : scalarxf32\n"
+            "  const %hi2 : 1xf32\n"
+            "  %both:0 : 4xf32 = Clip(%x, %lo, %hi)\n"
+            "  %max_only:0 : 4xf32 = Clip(%both:0, _, %hi2)\n"
+            "  %attrs:0 : 4xf32 = Clip(%max_only:0) {min=-1}\n"
+            "  return %attrs:0\n"
+            "}\n");
+  passes::canonicalize(g);
+  EXPECT_EQ(print_graph(g),
+            "graph clip (opset 11) {\n"
+            "  input %x : 4xf32\n"
+            "  %both:0 : 4xf32 = Clip(%x) {max=6, min=0}\n"
+            "  %max_only:0 : 4xf32 = Clip(%both:0) {max=0.5}\n"
+            "  %attrs:0 : 4xf32 = Clip(%max_only:0) {min=-1}\n"
+            "  return %attrs:0\n"
+            "}\n");
+  // Same numbers as before: x = [-2, 3, 7, 0.25].
+  auto out = graph_outputs(g, {f32({4}, {-2, 3, 7, 0.25f})});
+  EXPECT_EQ(testing::values_f32(out[0]), (std::vector<float>{0, 0.5f, 0.5f, 0.25f}));
+}
+
+TEST(CanonicalizeTest, RunTimeBoundsStayInputs) {
+  Graph g;
+  g.name = "rt";
+  g.opset = 11;
+  Value* x = add_input(g, "x", {4});
+  Value* lo = add_input(g, "lo", {});
+  // One bound known, one not: both stay inputs (the op keeps one form).
+  add_op(g, "Clip", {x, lo, g.add_constant("hi", f32({}, {1}))}, {}, 11, 1, "dyn");
+  std::string before = print_graph(g);
+  passes::canonicalize(g);
+  EXPECT_EQ(print_graph(g), before);
+}
+
+TEST(CanonicalizeTest, NonScalarConstantBoundIsAnError) {
+  Graph g;
+  Value* x = add_input(g, "x", {4});
+  Node* clip = g.add_node("Clip", "vec", {x, g.add_constant("lo", f32({2}, {0, 1}))}, 1);
+  clip->opset = 11;
+  ops::set_output(*clip, 0, DType::F32, {4});
+  EXPECT_EQ(error_of([&] { passes::canonicalize(g); }), "Clip node 'vec' (opset 11): min must be a scalar, got shape 2");
+}
+
+// ---- fold_batchnorm / decompose_batchnorm -------------------------------------------------
+
+struct BnParams {
+  Value *scale, *shift, *mean, *var;
+};
+
+BnParams bn_params(Graph& g, int64_t c, uint32_t seed) {
+  return {g.add_constant("scale", testing::random_f32({c}, seed, 0.5f, 1.5f)),
+          g.add_constant("shift", testing::random_f32({c}, seed + 1)),
+          g.add_constant("mean", testing::random_f32({c}, seed + 2)),
+          g.add_constant("var", testing::random_f32({c}, seed + 3, 0.25f, 2.0f))};
+}
+
+TEST(FoldBatchnormTest, ConvThenBatchnormBecomesOneConv) {
+  Graph g;
+  g.name = "bn";
+  g.opset = 13;
+  Value* x = add_input(g, "x", {1, 2, 5, 5});
+  Node* conv = add_op(g, "Conv", {x, g.add_constant("w", testing::random_f32({3, 2, 3, 3}, 1)),
+                                  g.add_constant("b", testing::random_f32({3}, 2))},
+                      {{"pads", I{1, 1, 1, 1}}}, 13, 1, "conv");
+  BnParams p = bn_params(g, 3, 10);
+  Node* bn = add_op(g, "BatchNormalization", {conv->outputs[0], p.scale, p.shift, p.mean, p.var},
+                    {{"epsilon", 1e-3f}}, 13, 1, "bn");
+  Node* relu = add_op(g, "Relu", {bn->outputs[0]}, {}, 13, 1, "relu");
+  g.outputs = {relu->outputs[0]};
+  EXPECT_EQ(print_graph(g),
+            "graph bn (opset 13) {\n"
+            "  input %x : 1x2x5x5xf32\n"
+            "  const %w : 3x2x3x3xf32\n"
+            "  const %b : 3xf32\n"
+            "  const %scale : 3xf32\n"
+            "  const %shift : 3xf32\n"
+            "  const %mean : 3xf32\n"
+            "  const %var : 3xf32\n"
+            "  %conv:0 : 1x3x5x5xf32 = Conv(%x, %w, %b) {pads=[1,1,1,1]}\n"
+            "  %bn:0 : 1x3x5x5xf32 = BatchNormalization(%conv:0, %scale, %shift, %mean, %var) {epsilon=0.001}\n"
+            "  %relu:0 : 1x3x5x5xf32 = Relu(%bn:0)\n"
+            "  return %relu:0\n"
+            "}\n");
+  Tensor input = testing::random_f32({1, 2, 5, 5}, 3, -2, 2);
+  // Conv → BN reference, before the pass.
+  auto env = testing::evaluate_graph(g, {input});
+  Tensor want = env.at(bn->outputs[0]);
+
+  passes::fold_batchnorm(g);
+  EXPECT_EQ(print_graph(g),
+            "graph bn (opset 13) {\n"
+            "  input %x : 1x2x5x5xf32\n"
+            "  const %conv.w_bn : 3x2x3x3xf32\n"
+            "  const %conv.b_bn : 3xf32\n"
+            "  %bn:0 : 1x3x5x5xf32 = Conv(%x, %conv.w_bn, %conv.b_bn) {pads=[1,1,1,1]}\n"
+            "  %relu:0 : 1x3x5x5xf32 = Relu(%bn:0)\n"
+            "  return %relu:0\n"
+            "}\n");
+  EXPECT_NO_THROW(verify_graph(g));
+  // The folded Conv alone gives the Conv → BN numbers.
+  Tensor got = testing::reference_of(*conv, {&input, conv->inputs[1]->constant.get(), conv->inputs[2]->constant.get()});
+  EXPECT_TRUE(testing::tensors_near(got, want, Tolerance::magnitude(1e-5)));
+}
+
+TEST(FoldBatchnormTest, AddsABiasToABiaslessConvAndKeepsGraphOutputs) {
+  Graph g;
+  g.name = "nobias";
+  Value* x = add_input(g, "x", {1, 2, 4, 4});
+  Node* conv = add_op(g, "Conv", {x, g.add_constant("w", testing::random_f32({2, 1, 3, 3}, 5))}, {{"group", int64_t{2}}},
+                      13, 1, "conv");
+  BnParams p = bn_params(g, 2, 20);
+  Node* bn = add_op(g, "BatchNormalization", {conv->outputs[0], p.scale, p.shift, p.mean, p.var}, {}, 13, 1, "bn");
+  g.outputs = {bn->outputs[0]};
+  Tensor input = testing::random_f32({1, 2, 4, 4}, 6);
+  Tensor want = graph_outputs(g, {input})[0];
+  passes::fold_batchnorm(g);
+  ASSERT_EQ(g.nodes().size(), 1u);
+  ASSERT_EQ(conv->inputs.size(), 3u);
+  ASSERT_NE(conv->inputs[2], nullptr);
+  EXPECT_EQ(g.outputs[0], conv->outputs[0]);
+  EXPECT_EQ(g.outputs[0]->name, "bn:0");
+  EXPECT_TRUE(testing::tensors_near(graph_outputs(g, {input})[0], want, Tolerance::magnitude(1e-5)));
+}
+
+TEST(FoldBatchnormTest, DoesNotFoldWhenTheConvOutputIsShared) {
+  for (int variant = 0; variant < 3; ++variant) {
+    Graph g;
+    Value* x = add_input(g, "x", {1, 2, 4, 4});
+    Node* conv = add_op(g, "Conv", {x, g.add_constant("w", testing::random_f32({2, 2, 1, 1}, 5))}, {}, 13, 1, "conv");
+    BnParams p = bn_params(g, 2, 30);
+    Value* scale = p.scale;
+    if (variant == 2) scale = add_input(g, "scale_rt", {2});  // not constant
+    Node* bn = add_op(g, "BatchNormalization", {conv->outputs[0], scale, p.shift, p.mean, p.var}, {}, 13, 1, "bn");
+    g.outputs = {bn->outputs[0]};
+    if (variant == 0) g.outputs.push_back(conv->outputs[0]);  // also a graph output
+    if (variant == 1) g.outputs.push_back(add_op(g, "Relu", {conv->outputs[0]}, {}, 13, 1, "relu")->outputs[0]);
+    std::string before = print_graph(g);
+    passes::fold_batchnorm(g);
+    EXPECT_EQ(print_graph(g), before) << "variant " << variant;
+  }
+}
+
+TEST(DecomposeBatchnormTest, BecomesPerChannelMulAndAdd) {
+  Graph g;
+  g.name = "dbn";
+  g.opset = 13;
+  Value* x = add_input(g, "x", {1, 3, 4, 4});
+  BnParams p = bn_params(g, 3, 40);
+  Node* bn = add_op(g, "BatchNormalization", {x, p.scale, p.shift, p.mean, p.var}, {}, 13, 1, "bn");
+  g.outputs = {bn->outputs[0]};
+  Tensor input = testing::random_f32({1, 3, 4, 4}, 7, -3, 3);
+  Tensor want = graph_outputs(g, {input})[0];
+  passes::decompose_batchnorm(g);
+  EXPECT_EQ(print_graph(g),
+            "graph dbn (opset 13) {\n"
+            "  input %x : 1x3x4x4xf32\n"
+            "  const %bn.scale : 3x1x1xf32\n"
+            "  const %bn.shift : 3x1x1xf32\n"
+            "  %bn.mul:0 : 1x3x4x4xf32 = Mul(%x, %bn.scale)\n"
+            "  %bn:0 : 1x3x4x4xf32 = Add(%bn.mul:0, %bn.shift)\n"
+            "  return %bn:0\n"
+            "}\n");
+  EXPECT_NO_THROW(verify_graph(g));
+  EXPECT_TRUE(testing::tensors_near(graph_outputs(g, {input})[0], want, Tolerance::magnitude(1e-5)));
+}
+
+TEST(DecomposeBatchnormTest, Rank2InputBroadcastsOverChannels) {
+  Graph g;
+  Value* x = add_input(g, "x", {4, 3});
+  BnParams p = bn_params(g, 3, 50);
+  Node* bn = add_op(g, "BatchNormalization", {x, p.scale, p.shift, p.mean, p.var}, {}, 13, 1, "bn");
+  Node* relu = add_op(g, "Relu", {bn->outputs[0]}, {}, 13, 1, "relu");
+  g.outputs = {relu->outputs[0]};
+  Tensor input = testing::random_f32({4, 3}, 8, -3, 3);
+  Tensor want = graph_outputs(g, {input})[0];
+  passes::decompose_batchnorm(g);
+  ASSERT_EQ(g.nodes().size(), 3u);
+  EXPECT_EQ(g.nodes()[0]->inputs[1]->shape, (Shape{3}));
+  EXPECT_EQ(relu->inputs[0], g.nodes()[1]->outputs[0]);
+  EXPECT_TRUE(testing::tensors_near(graph_outputs(g, {input})[0], want, Tolerance::magnitude(1e-5)));
+}
+
+// ---- pack_weights ------------------------------------------------------------------------
+
+TEST(PackWeightsTest, TransposesConstantGemmB) {
+  Graph g;
+  g.name = "pack";
+  Value* x = add_input(g, "x", {2, 3});
+  Value* b = g.add_constant("b", f32({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  Node* gemm = add_op(g, "Gemm", {x, b, g.add_constant("bias", f32({4}, {1, 2, 3, 4}))}, {{"transB", int64_t{1}}}, 13,
+                      1, "gemm");
+  Node* rt = add_op(g, "Gemm", {x, add_input(g, "brt", {4, 3})}, {{"transB", int64_t{1}}}, 13, 1, "rt");
+  g.outputs = {gemm->outputs[0], rt->outputs[0]};
+  Tensor input = testing::random_f32({2, 3}, 9);
+  Tensor brt = testing::random_f32({4, 3}, 10);
+  Tensor want = graph_outputs(g, {input, brt})[0];
+  passes::pack_weights(g);
+  EXPECT_EQ(print_graph(g),
+            "graph pack (opset 0) {\n"
+            "  input %x : 2x3xf32\n"
+            "  input %brt : 4x3xf32\n"
+            "  const %gemm.b_packed : 3x4xf32\n"
+            "  const %bias : 4xf32\n"
+            "  %gemm:0 : 2x4xf32 = Gemm(%x, %gemm.b_packed, %bias) {transB=0}\n"
+            "  %rt:0 : 2x4xf32 = Gemm(%x, %brt) {transB=1}\n"
+            "  return %gemm:0, %rt:0\n"
+            "}\n");
+  EXPECT_EQ(testing::values_f32(*gemm->inputs[1]->constant),
+            (std::vector<float>{1, 4, 7, 10, 2, 5, 8, 11, 3, 6, 9, 12}));
+  // The original tensor is untouched (another node may share it).
+  EXPECT_EQ(testing::values_f32(*b->constant), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  EXPECT_TRUE(testing::tensors_near(graph_outputs(g, {input, brt})[0], want, Tolerance::magnitude(1e-6)));
+}
+
+// ---- fuse_epilogues -------------------------------------------------------------------------
+
+// x, r inputs; residual = Relu(r) computed before the Conv.
+struct ResidualGraph {
+  Graph g;
+  Value *x, *r;
+  Node *early, *conv;
+  ResidualGraph() {
+    g.name = "fuse";
+    g.opset = 13;
+    x = add_input(g, "x", {1, 2, 4, 4});
+    r = add_input(g, "r", {1, 3, 4, 4});
+    early = add_op(g, "Relu", {r}, {}, 13, 1, "early");
+    conv = add_op(g, "Conv", {x, g.add_constant("w", testing::random_f32({3, 2, 3, 3}, 11)),
+                              g.add_constant("b", testing::random_f32({3}, 12))},
+                  {{"pads", I{1, 1, 1, 1}}}, 13, 1, "conv");
+  }
+};
+
+TEST(FuseEpiloguesTest, FusesConvAddResidualRelu) {
+  ResidualGraph t;
+  Graph& g = t.g;
+  Node* add = add_op(g, "Add", {t.conv->outputs[0], t.early->outputs[0]}, {}, 13, 1, "add");
+  Node* relu = add_op(g, "Relu", {add->outputs[0]}, {}, 13, 1, "relu");
+  g.outputs = {relu->outputs[0]};
+  EXPECT_EQ(print_graph(g),
+            "graph fuse (opset 13) {\n"
+            "  input %x : 1x2x4x4xf32\n"
+            "  input %r : 1x3x4x4xf32\n"
+            "  const %w : 3x2x3x3xf32\n"
+            "  const %b : 3xf32\n"
+            "  %early:0 : 1x3x4x4xf32 = Relu(%r)\n"
+            "  %conv:0 : 1x3x4x4xf32 = Conv(%x, %w, %b) {pads=[1,1,1,1]}\n"
+            "  %add:0 : 1x3x4x4xf32 = Add(%conv:0, %early:0)\n"
+            "  %relu:0 : 1x3x4x4xf32 = Relu(%add:0)\n"
+            "  return %relu:0\n"
+            "}\n");
+  passes::fuse_epilogues(g);
+  EXPECT_EQ(print_graph(g),
+            "graph fuse (opset 13) {\n"
+            "  input %x : 1x2x4x4xf32\n"
+            "  input %r : 1x3x4x4xf32\n"
+            "  const %w : 3x2x3x3xf32\n"
+            "  const %b : 3xf32\n"
+            "  %early:0 : 1x3x4x4xf32 = Relu(%r)\n"
+            "  %relu:0 : 1x3x4x4xf32 = Conv(%x, %w, %b) {pads=[1,1,1,1]} epilogue [Add(_, %early:0), Relu]\n"
+            "  return %relu:0\n"
+            "}\n");
+  EXPECT_EQ(t.conv->outputs[0]->producer, t.conv);
+  EXPECT_EQ(t.conv->epilogue[0].name, "add");
+  EXPECT_NO_THROW(verify_graph(g));
+  EXPECT_EQ(g.users(t.early->outputs[0]), (std::vector<Node*>{t.conv}));
+}
+
+TEST(FuseEpiloguesTest, ResidualOnTheLeftKeepsOperandOrder) {
+  ResidualGraph t;
+  Graph& g = t.g;
+  Node* sub = add_op(g, "Sub", {t.r, t.conv->outputs[0]}, {}, 13, 1, "sub");
+  g.outputs = {sub->outputs[0]};
+  passes::fuse_epilogues(g);
+  ASSERT_EQ(t.conv->epilogue.size(), 1u);
+  EXPECT_FALSE(t.conv->epilogue[0].anchor_is_lhs);
+  EXPECT_EQ(t.conv->epilogue[0].operand, t.r);
+  EXPECT_NE(print_graph(g).find("epilogue [Sub(%r, _)]"), std::string::npos) << print_graph(g);
+}
+
+TEST(FuseEpiloguesTest, DoesNotFuseWhenTheIntermediateHasTwoUsers) {
+  ResidualGraph t;
+  Graph& g = t.g;
+  Node* relu = add_op(g, "Relu", {t.conv->outputs[0]}, {}, 13, 1, "relu");
+  Node* add = add_op(g, "Add", {t.conv->outputs[0], relu->outputs[0]}, {}, 13, 1, "add");
+  g.outputs = {add->outputs[0]};
+  passes::fuse_epilogues(g);
+  EXPECT_TRUE(t.conv->epilogue.empty());
+  // Relu's only user is the Add, whose other operand (the Conv) is already computed.
+  EXPECT_EQ(print_graph(g),
+            "graph fuse (opset 13) {\n"
+            "  input %x : 1x2x4x4xf32\n"
+            "  input %r : 1x3x4x4xf32\n"
+            "  const %w : 3x2x3x3xf32\n"
+            "  const %b : 3xf32\n"
+            "  %early:0 : 1x3x4x4xf32 = Relu(%r)\n"
+            "  %conv:0 : 1x3x4x4xf32 = Conv(%x, %w, %b) {pads=[1,1,1,1]}\n"
+            "  %add:0 : 1x3x4x4xf32 = Relu(%conv:0) epilogue [Add(%conv:0, _)]\n"
+            "  return %add:0\n"
+            "}\n");
+}
+
+TEST(FuseEpiloguesTest, DoesNotFuseAGraphOutput) {
+  ResidualGraph t;
+  Graph& g = t.g;
+  Node* relu = add_op(g, "Relu", {t.conv->outputs[0]}, {}, 13, 1, "relu");
+  g.outputs = {relu->outputs[0], t.conv->outputs[0]};
+  std::string before = print_graph(g);
+  passes::fuse_epilogues(g);
+  EXPECT_EQ(print_graph(g), before);
+}
+
+TEST(FuseEpiloguesTest, DoesNotFuseAnOperandProducedAfterTheAnchor) {
+  ResidualGraph t;
+  Graph& g = t.g;
+  Node* late = add_op(g, "Sigmoid", {t.r}, {}, 13, 1, "late");
+  Node* add = add_op(g, "Add", {t.conv->outputs[0], late->outputs[0]}, {}, 13, 1, "add");
+  g.outputs = {add->outputs[0]};
+  passes::fuse_epilogues(g);
+  EXPECT_TRUE(t.conv->epilogue.empty());
+  // The Add fuses into the later producer instead, where the Conv output exists.
+  ASSERT_EQ(late->epilogue.size(), 1u);
+  EXPECT_EQ(late->epilogue[0].operand, t.conv->outputs[0]);
+  EXPECT_FALSE(late->epilogue[0].anchor_is_lhs);
+  EXPECT_NO_THROW(verify_graph(g));
+}
+
+TEST(FuseEpiloguesTest, DoesNotFuseBroadcastsThatGrowTheOutputOrNonFloatOrSelfOperands) {
+  Graph g;
+  g.name = "nofuse";
+  Value* x = add_input(g, "x", {1, 3});
+  Value* big = add_input(g, "big", {2, 3});
+  Node* s = add_op(g, "Sigmoid", {x}, {}, 13, 1, "s");
+  Node* grow = add_op(g, "Add", {s->outputs[0], big}, {}, 13, 1, "grow");  // [1,3] → [2,3]
+  Node* t = add_op(g, "Tanh", {x}, {}, 13, 1, "t");
+  Node* sq = add_op(g, "Mul", {t->outputs[0], t->outputs[0]}, {}, 13, 1, "sq");  // both sides
+  Value* idx = add_input(g, "idx", {2}, DType::I64);
+  Node* gi = add_op(g, "Gather", {g.add_constant("tab", i64({4}, {1, 2, 3, 4})), idx}, {}, 13, 1, "gi");
+  Node* gadd = add_op(g, "Add", {gi->outputs[0], g.add_constant("one", i64({}, {1}))}, {}, 13, 1, "gadd");
+  Node* rs = g.add_node("Reshape", "rs", {x, g.add_constant("shape", i64({1}, {3}))}, 1);
+  ops::find_op("Reshape")->infer(*rs);
+  Node* rr = add_op(g, "Relu", {rs->outputs[0]}, {}, 13, 1, "rr");
+  g.outputs = {grow->outputs[0], sq->outputs[0], gadd->outputs[0], rr->outputs[0]};
+  std::string before = print_graph(g);
+  passes::fuse_epilogues(g);
+  // A broadcast that grows the output, an op reading the anchor twice, an int64 chain
+  // and a consumer of an alias (aliases are not anchors) all stay separate.
+  EXPECT_EQ(print_graph(g), before);
+  for (const auto& n : g.nodes()) EXPECT_TRUE(n->epilogue.empty()) << n->describe();
+  EXPECT_EQ(g.nodes().size(), 8u);
+}
+
+TEST(FuseEpiloguesTest, DoesNotFuseAClipWithRunTimeBounds) {
+  ResidualGraph t;
+  Graph& g = t.g;
+  Value* lo = add_input(g, "lo", {});
+  Node* clip = add_op(g, "Clip", {t.conv->outputs[0], lo}, {}, 11, 1, "clip");
+  g.outputs = {clip->outputs[0]};
+  passes::canonicalize(g);
+  passes::fuse_epilogues(g);
+  EXPECT_TRUE(t.conv->epilogue.empty());
+  EXPECT_EQ(clip->inputs.size(), 2u);
+  EXPECT_EQ(g.nodes().size(), 3u);
+}
+
+TEST(FuseEpiloguesTest, ElementwiseChainFusesIntoItsFirstOp) {
+  Graph g;
+  g.name = "chain";
+  Value* x = add_input(g, "x", {2, 3});
+  Value* y = add_input(g, "y", {2, 3});
+  Node* a = add_op(g, "Add", {x, y}, {}, 13, 1, "a");
+  Node* m = add_op(g, "Mul", {a->outputs[0], g.add_constant("k", f32({3}, {1, 2, 3}))}, {}, 13, 1, "m");
+  Node* c = add_op(g, "Clip", {m->outputs[0]}, {{"min", 0.0f}, {"max", 6.0f}}, 13, 1, "c");
+  g.outputs = {c->outputs[0]};
+  Tensor xi = testing::random_f32({2, 3}, 15, -4, 4), yi = testing::random_f32({2, 3}, 16, -4, 4);
+  Tensor want = graph_outputs(g, {xi, yi})[0];
+  passes::fuse_epilogues(g);
+  EXPECT_EQ(print_graph(g),
+            "graph chain (opset 0) {\n"
+            "  input %x : 2x3xf32\n"
+            "  input %y : 2x3xf32\n"
+            "  const %k : 3xf32\n"
+            "  %c:0 : 2x3xf32 = Add(%x, %y) epilogue [Mul(_, %k), Clip {max=6, min=0}]\n"
+            "  return %c:0\n"
+            "}\n");
+  std::vector<Tensor> got = testing::compile_and_run(g, {xi, yi});
+  EXPECT_TRUE(testing::tensors_near(got[0], want, Tolerance::magnitude(1e-6)));
+}
+
+// ---- eliminate_dead_code -----------------------------------------------------------------------
+
+TEST(EliminateDeadCodeTest, RemovesNodesThatReachNoOutput) {
+  Graph g;
+  g.name = "dce";
+  Value* x = add_input(g, "x", {4});
+  Node* live = add_op(g, "Relu", {x}, {}, 13, 1, "live");
+  Node* dead1 = add_op(g, "Neg", {x}, {}, 13, 1, "dead1");
+  add_op(g, "Abs", {dead1->outputs[0]}, {}, 13, 1, "dead2");
+  Node* operand = add_op(g, "Sigmoid", {x}, {}, 13, 1, "operand");
+  Node* out = add_op(g, "Tanh", {live->outputs[0]}, {}, 13, 1, "out");
+  EpilogueOp add;
+  add.op_type = "Add";
+  add.operand = operand->outputs[0];  // live only through the epilogue
+  out->epilogue.push_back(add);
+  Node* drop = add_op(g, "Dropout", {out->outputs[0]}, {}, 13, 2, "drop");  // mask unused
+  g.outputs = {drop->outputs[0]};
+  passes::eliminate_dead_code(g);
+  EXPECT_EQ(print_graph(g),
+            "graph dce (opset 0) {\n"
+            "  input %x : 4xf32\n"
+            "  %live:0 : 4xf32 = Relu(%x)\n"
+            "  %operand:0 : 4xf32 = Sigmoid(%x)\n"
+            "  %out:0 : 4xf32 = Tanh(%live:0) epilogue [Add(_, %operand:0)]\n"
+            "  %drop:0 : 4xf32, %drop:1 : 4xbool = Dropout(%out:0)\n"
+            "  return %drop:0\n"
+            "}\n");
+  g.outputs.clear();
+  passes::eliminate_dead_code(g);
+  EXPECT_TRUE(g.nodes().empty());
+}
+
+// ---- the default pipeline ----------------------------------------------------------------------
+
+TEST(PassManagerTest, DefaultPipelineOrderAndDumps) {
+  passes::PassManager pm = passes::default_pipeline();
+  // These run in this order (other passes may sit between them).
+  std::vector<std::string> names = pm.names();
+  std::vector<std::string> want = {"fold_constants", "canonicalize",  "fold_batchnorm",     "decompose_batchnorm",
+                                   "pack_weights",   "fuse_epilogues", "eliminate_dead_code"};
+  size_t at = 0;
+  for (const std::string& n : names)
+    if (at < want.size() && n == want[at]) ++at;
+  EXPECT_EQ(at, want.size()) << fmt::format("{}", fmt::join(names, ", "));
+  EXPECT_EQ(names.back(), "eliminate_dead_code");
+  Graph g;
+  g.name = "p";
+  Value* x = add_input(g, "x", {2});
+  g.outputs = {add_op(g, "Relu", {x}, {}, 13, 1, "r")->outputs[0]};
+  std::ostringstream log;
+  passes::PassOptions options;
+  options.dump_after = {"canonicalize"};
+  pm.run(g, options, log);
+  EXPECT_EQ(log.str(),
+            "// ----- IR after canonicalize -----\n"
+            "graph p (opset 0) {\n"
+            "  input %x : 2xf32\n"
+            "  %r:0 : 2xf32 = Relu(%x)\n"
+            "  return %r:0\n"
+            "}\n");
+  options.dump_after = {"nope"};
+  std::string msg = error_of([&] { pm.run(g, options, log); });
+  EXPECT_EQ(msg.rfind("--dump-after: unknown pass 'nope'", 0), 0u) << msg;
+}
+
+// ---- build_plan --------------------------------------------------------------------------------
+
+
+TEST(BuildPlanTest, AliasesTakeNoStepAndShareStorage) {
+  Graph g;
+  Value* x = add_input(g, "x", {2, 3, 4});
+  Node* relu = add_op(g, "Relu", {x}, {}, 13, 1, "relu");
+  Node* rs = add_op(g, "Reshape", {relu->outputs[0], g.add_constant("shape", i64({2}, {6, 4}))}, {}, 13, 1, "rs");
+  Node* fl = add_op(g, "Flatten", {rs->outputs[0]}, {{"axis", int64_t{0}}}, 13, 1, "fl");
+  Node* sig = add_op(g, "Sigmoid", {fl->outputs[0]}, {}, 13, 1, "sig");
+  Node* out = add_op(g, "Reshape", {sig->outputs[0], g.add_constant("shape2", i64({1}, {24}))}, {}, 13, 1, "out");
+  g.outputs = {out->outputs[0]};
+  schedule::Plan plan = schedule::build_plan(g);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  EXPECT_EQ(plan.alias_count, 3u);
+  EXPECT_EQ(plan.steps[0].label, "relu");
+  EXPECT_EQ(plan.steps[1].label, "sig");
+  // Sigmoid reads the Flatten of the Reshape of the Relu output: the same arena bytes.
+  const schedule::Storage& r = plan.storage.at(relu->outputs[0]);
+  const schedule::Storage& f = plan.storage.at(fl->outputs[0]);
+  EXPECT_EQ(r.base, INGOT_BASE_ARENA);
+  EXPECT_EQ(f.base, r.base);
+  EXPECT_EQ(f.offset, r.offset);
+  ASSERT_EQ(plan.arena_values.size(), 1u);
+  EXPECT_EQ(plan.arena_values[0].value, relu->outputs[0]);
+  EXPECT_EQ(plan.arena_values[0].first_step, 0);
+  EXPECT_EQ(plan.arena_values[0].last_step, 1);
+  EXPECT_EQ(plan.arena_bytes, 128u);  // 96 bytes, 64-byte aligned
+  // The Sigmoid writes the graph output (an alias of its result) directly.
+  const schedule::Storage& s = plan.storage.at(sig->outputs[0]);
+  EXPECT_EQ(s.base, INGOT_BASE_OUTPUT);
+  EXPECT_EQ(s.index, 0u);
+  EXPECT_EQ(plan.storage.at(out->outputs[0]).base, INGOT_BASE_OUTPUT);
+  EXPECT_EQ(plan.storage.at(x).base, INGOT_BASE_INPUT);
+}
+
+TEST(BuildPlanTest, OutputsThatAreInputsConstantsOrRepeatsAreCopied) {
+  Graph g;
+  Value* x = add_input(g, "x", {4});
+  Value* y = add_input(g, "y", {4});
+  Value* k = g.add_constant("k", f32({4}, {1, 2, 3, 4}));
+  Node* relu = add_op(g, "Relu", {x}, {}, 13, 1, "relu");
+  Node* view = add_op(g, "Reshape", {y, g.add_constant("shape", i64({2}, {2, 2}))}, {}, 13, 1, "view");
+  g.outputs = {relu->outputs[0], x, k, relu->outputs[0], view->outputs[0]};
+  schedule::Plan plan = schedule::build_plan(g);
+  ASSERT_EQ(plan.steps.size(), 5u);
+  EXPECT_EQ(plan.steps[0].kind, INGOT_STEP_DISPATCH);
+  EXPECT_EQ(plan.storage.at(relu->outputs[0]).base, INGOT_BASE_OUTPUT);
+  EXPECT_EQ(plan.storage.at(relu->outputs[0]).index, 0u);
+  struct Want {
+    const Value* source;
+    ingot_base_t base;
+    uint32_t output;
+  };
+  std::vector<Want> wants = {{x, INGOT_BASE_INPUT, 1}, {k, INGOT_BASE_CONSTANTS, 2},
+                             {relu->outputs[0], INGOT_BASE_OUTPUT, 3}, {y, INGOT_BASE_INPUT, 4}};
+  for (size_t i = 0; i < wants.size(); ++i) {
+    const schedule::PlanStep& s = plan.steps[i + 1];
+    EXPECT_EQ(s.kind, INGOT_STEP_COPY) << i;
+    ASSERT_EQ(s.bindings.size(), 2u);
+    EXPECT_EQ(s.bindings[0], wants[i].source) << i;
+    EXPECT_EQ(plan.storage.at(s.bindings[0]).base, wants[i].base) << i;
+    EXPECT_EQ(s.copy_output, wants[i].output) << i;
+    EXPECT_EQ(s.copy_bytes, 16u) << i;
+  }
+  EXPECT_EQ(plan.arena_bytes, 0u);
+  // The constant is packed once, 64-byte aligned.
+  EXPECT_EQ(plan.constants.size(), 64u);
+  float first[4];
+  std::memcpy(first, plan.constants.data() + plan.storage.at(k).offset, sizeof(first));
+  EXPECT_EQ(first[3], 4.0f);
+
+  // And it runs: every output gets the right bytes.
+  Tensor xi = f32({4}, {-1, 2, -3, 4}), yi = f32({4}, {5, 6, 7, 8});
+  std::vector<Tensor> got = testing::compile_and_run(g, {xi, yi});
+  EXPECT_EQ(testing::values_f32(got[0]), (std::vector<float>{0, 2, 0, 4}));
+  EXPECT_EQ(testing::values_f32(got[1]), (std::vector<float>{-1, 2, -3, 4}));
+  EXPECT_EQ(testing::values_f32(got[2]), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(testing::values_f32(got[3]), (std::vector<float>{0, 2, 0, 4}));
+  EXPECT_EQ(testing::values_f32(got[4]), (std::vector<float>{5, 6, 7, 8}));
+}
+
+// Dropout is an alias for its data output, but its optional mask output is a second
+// value that no step writes.
+TEST(BuildPlanTest, DropoutMaskOutputIsComputed) {
+  Graph g;
+  Value* x = add_input(g, "x", {5});
+  Node* relu = add_op(g, "Relu", {x}, {}, 13, 1, "relu");
+  Node* drop = add_op(g, "Dropout", {relu->outputs[0]}, {}, 13, 2, "drop");
+  g.outputs = {drop->outputs[0], drop->outputs[1]};
+  Tensor input = f32({5}, {-1, 2, -3, 4, 5});
+  std::vector<Tensor> want = graph_outputs(g, {input});
+  ASSERT_EQ(want[1].bytes, (std::vector<uint8_t>{1, 1, 1, 1, 1}));
+  std::vector<Tensor> got;
+  try {
+    got = testing::compile_and_run(g, {input});
+  } catch (const Error& e) {
+    FAIL() << "a Dropout mask output should compile: " << e.what();
+  }
+  EXPECT_EQ(testing::values_f32(got[0]), (std::vector<float>{0, 2, 0, 4, 5}));
+  EXPECT_EQ(got[1].bytes, want[1].bytes) << "the mask output was never written";
+}
+
+TEST(BuildPlanTest, ConstantsPackedOnceAndAligned) {
+  Graph g;
+  Value* x = add_input(g, "x", {3});
+  Value* a = g.add_constant("a", f32({3}, {1, 2, 3}));
+  Value* b = g.add_constant("b", testing::random_f32({20}, 1));
+  Node* n1 = add_op(g, "Add", {x, a}, {}, 13, 1, "n1");
+  Node* n2 = add_op(g, "Mul", {n1->outputs[0], a}, {}, 13, 1, "n2");
+  Node* n3 = add_op(g, "Gather", {b, g.add_constant("i", i64({3}, {0, 5, 19}))}, {}, 13, 1, "n3");
+  Node* n4 = add_op(g, "Add", {n2->outputs[0], n3->outputs[0]}, {}, 13, 1, "n4");
+  g.outputs = {n4->outputs[0]};
+  schedule::Plan plan = schedule::build_plan(g);
+  std::set<uint64_t> offsets;
+  for (const Value* v : {a, b, n3->inputs[1]}) {
+    const schedule::Storage& s = plan.storage.at(v);
+    EXPECT_EQ(s.base, INGOT_BASE_CONSTANTS);
+    EXPECT_EQ(s.offset % 64, 0u);
+    offsets.insert(s.offset);
+    ASSERT_LE(s.offset + v->byte_size(), plan.constants.size());
+    EXPECT_EQ(std::memcmp(plan.constants.data() + s.offset, v->constant->bytes.data(), v->byte_size()), 0);
+  }
+  EXPECT_EQ(offsets.size(), 3u);
+  EXPECT_EQ(plan.constants.size(), 64u + 128u + 64u);
+  EXPECT_EQ(plan.constants.size() % 64, 0u);
+}
+
+// A branchy chain: several values alive at once, some dying early.
+TEST(BuildPlanTest, ArenaValuesAliveTogetherNeverOverlap) {
+  Graph g;
+  Value* x = add_input(g, "x", {1, 4, 8, 8});
+  std::vector<Value*> live = {x};
+  uint32_t seed = 1;
+  Value* cur = x;
+  std::vector<Value*> skips;
+  for (int i = 0; i < 6; ++i) {
+    Node* conv = add_op(g, "Conv", {cur, g.add_constant("w", testing::random_f32({4, 4, 3, 3}, seed++))},
+                        {{"pads", I{1, 1, 1, 1}}});
+    Node* pool = add_op(g, "MaxPool", {conv->outputs[0]}, {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}});
+    Node* sig = add_op(g, "Sigmoid", {cur});
+    Node* add = add_op(g, "Add", {pool->outputs[0], sig->outputs[0]});
+    skips.push_back(add_op(g, "Relu", {conv->outputs[0]})->outputs[0]);
+    cur = add->outputs[0];
+  }
+  Value* acc = cur;
+  for (Value* s : skips) acc = add_op(g, "Add", {acc, s})->outputs[0];
+  g.outputs = {acc};
+  schedule::Plan plan = schedule::build_plan(g);
+  ASSERT_GT(plan.arena_values.size(), 10u);
+  uint64_t max_end = 0;
+  for (size_t i = 0; i < plan.arena_values.size(); ++i) {
+    const auto& a = plan.arena_values[i];
+    const schedule::Storage& sa = plan.storage.at(a.value);
+    ASSERT_EQ(sa.base, INGOT_BASE_ARENA);
+    EXPECT_EQ(sa.offset % INGOT_ARENA_ALIGNMENT, 0u);
+    EXPECT_LE(a.first_step, a.last_step);
+    max_end = std::max(max_end, sa.offset + a.size);
+    for (size_t j = i + 1; j < plan.arena_values.size(); ++j) {
+      const auto& b = plan.arena_values[j];
+      const schedule::Storage& sb = plan.storage.at(b.value);
+      bool live_together = a.first_step <= b.last_step && b.first_step <= a.last_step;
+      bool bytes_overlap = sa.offset < sb.offset + b.size && sb.offset < sa.offset + a.size;
+      EXPECT_FALSE(live_together && bytes_overlap)
+          << a.value->name << " [" << a.first_step << "," << a.last_step << "] @" << sa.offset << "+" << a.size << " vs "
+          << b.value->name << " [" << b.first_step << "," << b.last_step << "] @" << sb.offset << "+" << b.size;
+    }
+  }
+  EXPECT_LE(max_end, plan.arena_bytes);
+  EXPECT_GE(plan.arena_bytes, plan.arena_lower_bound_bytes);
+  EXPECT_LE(plan.arena_bytes, plan.arena_no_reuse_bytes);
+  EXPECT_LT(plan.arena_bytes, plan.arena_no_reuse_bytes) << "the skips die at different times; bytes should be reused";
+  // Each value lives from the step that writes it to the last step that reads it.
+  std::map<const Node*, int> step_of;
+  for (size_t s = 0; s < plan.steps.size(); ++s) step_of[plan.steps[s].node] = static_cast<int>(s);
+  for (const auto& a : plan.arena_values) {
+    if (!a.value->producer) continue;
+    EXPECT_EQ(a.first_step, step_of.at(a.value->producer)) << a.value->name;
+    int last = -1;
+    for (const Node* u : g.users(a.value)) last = std::max(last, step_of.at(u));
+    EXPECT_EQ(a.last_step, last) << a.value->name;
+  }
+  // And the whole thing computes what the references compute.
+  Tensor input = testing::random_f32({1, 4, 8, 8}, 99);
+  Tensor want = graph_outputs(g, {input})[0];
+  std::vector<Tensor> got = testing::compile_and_run(g, {input});
+  EXPECT_TRUE(testing::tensors_near(got[0], want, Tolerance::magnitude(1e-4)));
+}
+
+TEST(BuildPlanTest, RefusesOpsThatOnlyFold) {
+  Graph g;
+  Value* x = add_input(g, "x", {2, 3});
+  Node* s = add_op(g, "Shape", {x}, {}, 13, 1, "shape");
+  g.outputs = {s->outputs[0]};
+  std::string msg = error_of([&] { schedule::build_plan(g); });
+  EXPECT_NE(msg.find("Shape node 'shape' (opset 13): cannot run at run time"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace ingot
