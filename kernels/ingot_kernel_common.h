@@ -19,7 +19,7 @@ INGOT_INLINE float ingot_maxf(float a, float b) { return a > b ? a : b; }
  * exp(r) (relative error ~2e-7 on the range); 2^k built in the exponent bits. */
 INGOT_INLINE float ingot_expf(float x) {
   if (x != x) return x;
-  if (x > 88.7f) return 1.0f / 0.0f;
+  if (x > 88.7228317f) return 1.0f / 0.0f; /* largest float whose exp is finite */
   if (x < -103.9f) return 0.0f;
   const float ln2_hi = 0.693145752f, ln2_lo = 1.42860677e-6f;
   float kf = x * 1.44269504f;

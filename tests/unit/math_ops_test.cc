@@ -74,7 +74,8 @@ TEST_F(MathOpsTest, ModFmodTakesTheDividendsSign) {
 }
 
 TEST_F(MathOpsTest, ModFloat) {
-  Tensor y = run("Mod", {f32({4}, {-4.5f, 4.5f, 5.0f, -1.0f}), f32({4}, {2.0f, -2.0f, 2.5f, 3.0f})}, {{"fmod", int64_t{1}}});
+  Tensor y =
+      run("Mod", {f32({4}, {-4.5f, 4.5f, 5.0f, -1.0f}), f32({4}, {2.0f, -2.0f, 2.5f, 3.0f})}, {{"fmod", int64_t{1}}});
   EXPECT_EQ(floats(y), (std::vector<float>{-0.5f, 0.5f, 0.0f, -1.0f}));
   Tensor p = run("Mod", {f32({4}, {-4.5f, 4.5f, 5.0f, -1.0f}), f32({4}, {2.0f, -2.0f, 2.5f, 3.0f})});
   EXPECT_EQ(floats(p), (std::vector<float>{1.5f, -1.5f, 0.0f, 2.0f}));
@@ -219,7 +220,8 @@ Tensor reference(const std::string& type, const std::vector<Tensor>& ins, ops::A
   std::vector<const Tensor*> tensors;
   for (size_t i = 0; i < ins.size(); ++i) {
     bool k = i < constant.size() && constant[i];
-    values.push_back(k ? g.add_constant(g.unique_name("k"), ins[i]) : g.add_value(g.unique_name("x"), ins[i].dtype, ins[i].shape));
+    values.push_back(k ? g.add_constant(g.unique_name("k"), ins[i])
+                       : g.add_value(g.unique_name("x"), ins[i].dtype, ins[i].shape));
     tensors.push_back(&ins[i]);
   }
   Node* n = testing::add_op(g, type, values, std::move(attrs));
@@ -250,7 +252,8 @@ TEST(MathKernelsTest, FloatModComparisonsAndLogic) {
   Tensor b = testing::random_f32({6}, 6, -3, 3);
   expect_kernel_matches("Mod", {a, b}, {{"fmod", int64_t{1}}}, {}, Tolerance::relative(1e-5, 1e-5));
   expect_kernel_matches("Mod", {a, b}, {}, {}, Tolerance::relative(1e-5, 1e-5));
-  for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}) expect_kernel_matches(op, {a, b});
+  for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"})
+    expect_kernel_matches(op, {a, b});
   Tensor p = bools({2, 3}, {0, 1, 1, 0, 0, 1}), q = bools({3}, {1, 0, 1});
   for (const char* op : {"And", "Or", "Xor"}) expect_kernel_matches(op, {p, q});
   expect_kernel_matches("Not", {p});
@@ -268,7 +271,8 @@ TEST(MathKernelsTest, ReductionsAndArgMaxMatchTheReference) {
     expect_kernel_matches(op, {x}, {{"axes", std::vector<int64_t>{-1}}, {"keepdims", int64_t{0}}}, {}, tol);
     expect_kernel_matches(op, {x}, {}, {}, tol);  // all axes
   }
-  expect_kernel_matches("ReduceLogSum", {testing::random_f32({3, 4}, 8, 0.1f, 2.0f)}, {{"axes", std::vector<int64_t>{1}}}, {}, tol);
+  expect_kernel_matches("ReduceLogSum", {testing::random_f32({3, 4}, 8, 0.1f, 2.0f)},
+                        {{"axes", std::vector<int64_t>{1}}}, {}, tol);
   expect_kernel_matches("ReduceSum", {x, i64({0}, {})}, {{"noop_with_empty_axes", int64_t{1}}}, {false, true}, tol);
   expect_kernel_matches("ReduceSum", {x, i64({1}, {1})}, {}, {false, true}, tol);
   expect_kernel_matches("ReduceMax", {testing::random_i64({4, 3}, 9, -9, 9)}, {{"axes", std::vector<int64_t>{0}}});

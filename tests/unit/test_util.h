@@ -180,10 +180,18 @@ inline Compiled compile_graph(const Graph& graph, const std::string& target_name
   return c;
 }
 
-// True when this CPU has every ISA feature |target_name|'s code needs.
+// True when |target_name| exists for this architecture and this CPU has every ISA
+// feature its code needs.
 inline bool host_can_run(const std::string& target_name) {
-  uint32_t need = target::resolve(target_name).features;
-  return (ingot_hosted_cpu_features() & need) == need;
+  target::Target t;
+  try {
+    t = target::resolve(target_name);
+  } catch (const Error&) {
+    return false;
+  }
+  uint32_t host_arch = target::resolve("host").arch;
+  if (t.arch != host_arch && t.arch != INGOT_ARCH_GENERIC) return false;
+  return (ingot_hosted_cpu_features() & t.features) == t.features;
 }
 
 // Memory aligned to |alignment| (a power of two), freed on destruction.
