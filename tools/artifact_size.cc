@@ -247,26 +247,40 @@ SizeBreakdown breakdown_one_elf(const Reader& r) {
 
 const char* size_part_name(SizePart part) {
   switch (part) {
-    case SizePart::kEntry: return "entry and initialization";
-    case SizePart::kPlan: return "plan data";
-    case SizePart::kKernels: return "kernel code";
-    case SizePart::kHelpers: return "helpers (memcpy-like)";
-    case SizePart::kMetadata: return "metadata";
-    case SizePart::kWeights: return "weights";
-    case SizePart::kOther: return "other";
+    case SizePart::kEntry:
+      return "entry and initialization";
+    case SizePart::kPlan:
+      return "plan data";
+    case SizePart::kKernels:
+      return "kernel code";
+    case SizePart::kHelpers:
+      return "helpers (memcpy-like)";
+    case SizePart::kMetadata:
+      return "metadata";
+    case SizePart::kWeights:
+      return "weights";
+    case SizePart::kOther:
+      return "other";
   }
   return "?";
 }
 
 const char* size_part_key(SizePart part) {
   switch (part) {
-    case SizePart::kEntry: return "entry";
-    case SizePart::kPlan: return "plan";
-    case SizePart::kKernels: return "kernels";
-    case SizePart::kHelpers: return "helpers";
-    case SizePart::kMetadata: return "metadata";
-    case SizePart::kWeights: return "weights";
-    case SizePart::kOther: return "other";
+    case SizePart::kEntry:
+      return "entry";
+    case SizePart::kPlan:
+      return "plan";
+    case SizePart::kKernels:
+      return "kernels";
+    case SizePart::kHelpers:
+      return "helpers";
+    case SizePart::kMetadata:
+      return "metadata";
+    case SizePart::kWeights:
+      return "weights";
+    case SizePart::kOther:
+      return "other";
   }
   return "?";
 }

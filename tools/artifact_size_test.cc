@@ -96,8 +96,8 @@ TEST(ArtifactSizeTest, ObjectsLibrariesAndExecutablesBySymbol) {
   {
     std::ofstream(dir / "m.c") << R"C(
 #include <stdint.h>
-static const uint32_t m_weights_[64] = {1, 2, 3};
-static const uint32_t m_steps_[6] = {1, 4, 0, 0, 0, 1};
+const uint32_t m_weights_[64] = {1, 2, 3};
+const uint32_t m_steps_[6] = {1, 4, 0, 0, 0, 1};
 static void m_kernel_0(float* y, const uint32_t* w) { for (int i = 0; i < 64; ++i) y[i] = (float)w[i] * 2.0f; }
 int m_initialize(void* c) { return c == 0; }
 int m_invoke(float* y) { m_kernel_0(y, m_weights_); return (int)m_steps_[0]; }
@@ -106,9 +106,10 @@ int main(void) { float y[64]; m_initialize(y); return m_invoke(y) - 1; }
   }
   const std::string c = (dir / "m.c").string(), o = (dir / "m.o").string(), a = (dir / "m.a").string(),
                     exe = (dir / "m").string();
-  ASSERT_EQ(shell("cc -std=c11 -O1 -fno-inline -fno-asynchronous-unwind-tables -ffunction-sections -fdata-sections -c " +
-                  c + " -o " + o),
-            0);
+  ASSERT_EQ(
+      shell("cc -std=c11 -O1 -fno-inline -fno-asynchronous-unwind-tables -ffunction-sections -fdata-sections -c " + c +
+            " -o " + o),
+      0);
   SizeBreakdown obj = elf_size_breakdown(read_bytes(o));
   EXPECT_EQ(obj.form, "object");
   ASSERT_EQ(obj.models, std::vector<std::string>{"m"});

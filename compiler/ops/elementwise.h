@@ -32,9 +32,9 @@ struct ElementwiseSpec {
   // C expression over the operands (already typed C values). Generated code is C11:
   // dtype-dependent forms use the _Generic helpers of ingot_kernel_common.h.
   std::string (*c_expr)(const Attrs& attrs, const std::string& a, const std::string& b) = nullptr;
-  uint32_t dtypes = kF32;         // accepted dtypes of input 0 (bit per DType)
-  bool bool_output = false;       // comparisons, IsNaN, ...: the output is bool
-  uint32_t second_dtypes = 0;     // non-zero: input 1 may have another dtype (Pow)
+  uint32_t dtypes = kF32;      // accepted dtypes of input 0 (bit per DType)
+  bool bool_output = false;    // comparisons, IsNaN, ...: the output is bool
+  uint32_t second_dtypes = 0;  // non-zero: input 1 may have another dtype (Pow)
 };
 
 // Registers |spec| as an elementwise OpDef in |table|.

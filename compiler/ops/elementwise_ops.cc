@@ -70,12 +70,24 @@ void infer_elementwise(Node& node) {
 
 void set_int(Tensor& t, int64_t i, int64_t v) {
   switch (t.dtype) {
-    case DType::I64: t.data<int64_t>()[i] = v; break;
-    case DType::I32: t.data<int32_t>()[i] = static_cast<int32_t>(v); break;
-    case DType::I8: t.data<int8_t>()[i] = static_cast<int8_t>(v); break;
-    case DType::U8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
-    case DType::Bool: t.data<uint8_t>()[i] = v != 0; break;
-    default: t.set_from_double(i, static_cast<double>(v)); break;
+    case DType::I64:
+      t.data<int64_t>()[i] = v;
+      break;
+    case DType::I32:
+      t.data<int32_t>()[i] = static_cast<int32_t>(v);
+      break;
+    case DType::I8:
+      t.data<int8_t>()[i] = static_cast<int8_t>(v);
+      break;
+    case DType::U8:
+      t.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+      break;
+    case DType::Bool:
+      t.data<uint8_t>()[i] = v != 0;
+      break;
+    default:
+      t.set_from_double(i, static_cast<double>(v));
+      break;
   }
 }
 
@@ -112,8 +124,7 @@ void reference_elementwise(const Node& node, const std::vector<const Tensor*>& i
     for (size_t i = 1; i < in.size() && i < 3; ++i)
       if (in[i]) attrs[keys[i - 1]] = static_cast<float>(in[i]->as_double(0));
   }
-  bool integer = spec.iscalar && is_integer(in[0]->dtype) &&
-                 (spec.arity == 1 || is_integer(in[1]->dtype));
+  bool integer = spec.iscalar && is_integer(in[0]->dtype) && (spec.arity == 1 || is_integer(in[1]->dtype));
   for (int64_t i = 0; i < y.numel(); ++i) {
     int64_t ia = index_into(*in[0], i);
     int64_t ib = spec.arity == 2 ? index_into(*in[1], i) : 0;
@@ -159,13 +170,13 @@ std::string lower_elementwise(LoweringContext& ctx) {
   }
   ctx.epilogue_applied = true;
   return prologue + fmt::format(
-      "  for (int64_t i = 0; i < {n}; ++i) {{\n"
-      "    {ct} v = ({ct})({expr});\n"
-      "{ep}"
-      "    {out}[i] = v;\n"
-      "  }}\n",
-      fmt::arg("n", y->numel()), fmt::arg("ct", ct), fmt::arg("expr", expr),
-      fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "i") : ""), fmt::arg("out", ctx.out[0]));
+                        "  for (int64_t i = 0; i < {n}; ++i) {{\n"
+                        "    {ct} v = ({ct})({expr});\n"
+                        "{ep}"
+                        "    {out}[i] = v;\n"
+                        "  }}\n",
+                        fmt::arg("n", y->numel()), fmt::arg("ct", ct), fmt::arg("expr", expr),
+                        fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "i") : ""), fmt::arg("out", ctx.out[0]));
 }
 
 void add(std::map<std::string, OpDef>& t, const std::string& type, int arity,
@@ -224,17 +235,19 @@ void add_elementwise(std::map<std::string, OpDef>& table, const ElementwiseSpec&
 }
 
 void register_elementwise_ops(std::map<std::string, OpDef>& t) {
-  add(t, "Relu", 1, [](const Attrs&, double a, double) { return a > 0 ? a : 0.0; },
+  add(
+      t, "Relu", 1, [](const Attrs&, double a, double) { return a > 0 ? a : 0.0; },
       [](const Attrs&, S a, S) { return fmt::format("({a} > 0 ? {a} : 0)", fmt::arg("a", a)); }, kNumeric,
       [](const Attrs&, int64_t a, int64_t) { return a > 0 ? a : int64_t{0}; });
-  add(t, "LeakyRelu", 1,
-      [](const Attrs& at, double a, double) { return a >= 0 ? a : a * attr_f(at, "alpha", 0.01f); },
+  add(
+      t, "LeakyRelu", 1, [](const Attrs& at, double a, double) { return a >= 0 ? a : a * attr_f(at, "alpha", 0.01f); },
       [](const Attrs& at, S a, S) {
         return fmt::format("ingot_leaky_relu({}, {})", a, c_float(attr_f(at, "alpha", 0.01f)));
       });
   // Clip's min/max arrive as inputs (opset >= 11); canonicalize moves constant ones
   // into attributes so Clip is unary (and fusable) whenever its bounds are known.
-  add(t, "Clip", 1,
+  add(
+      t, "Clip", 1,
       [](const Attrs& at, double a, double) {
         double lo = attr_f(at, "min", -INFINITY), hi = attr_f(at, "max", INFINITY);
         return a < lo ? lo : (a > hi ? hi : a);
@@ -242,11 +255,14 @@ void register_elementwise_ops(std::map<std::string, OpDef>& t) {
       [](const Attrs& at, S a, S) {
         if (!at.count("min") && !at.count("max")) return a;
         if (at.count("min") && !at.count("max"))
-          return fmt::format("({a} < {lo} ? {lo} : {a})", fmt::arg("a", a), fmt::arg("lo", c_float(attr_f(at, "min", 0))));
+          return fmt::format("({a} < {lo} ? {lo} : {a})", fmt::arg("a", a),
+                             fmt::arg("lo", c_float(attr_f(at, "min", 0))));
         if (!at.count("min"))
-          return fmt::format("({a} > {hi} ? {hi} : {a})", fmt::arg("a", a), fmt::arg("hi", c_float(attr_f(at, "max", 0))));
+          return fmt::format("({a} > {hi} ? {hi} : {a})", fmt::arg("a", a),
+                             fmt::arg("hi", c_float(attr_f(at, "max", 0))));
         return fmt::format("({a} < {lo} ? {lo} : ({a} > {hi} ? {hi} : {a}))", fmt::arg("a", a),
-                           fmt::arg("lo", c_float(attr_f(at, "min", 0))), fmt::arg("hi", c_float(attr_f(at, "max", 0))));
+                           fmt::arg("lo", c_float(attr_f(at, "min", 0))),
+                           fmt::arg("hi", c_float(attr_f(at, "max", 0))));
       },
       kNumeric,
       [](const Attrs& at, int64_t a, int64_t) {
@@ -254,25 +270,34 @@ void register_elementwise_ops(std::map<std::string, OpDef>& t) {
         int64_t hi = at.count("max") ? attr_i(at, "max", 0) : std::numeric_limits<int64_t>::max();
         return a < lo ? lo : (a > hi ? hi : a);
       });
-  add(t, "Sigmoid", 1, [](const Attrs&, double a, double) { return 1.0 / (1.0 + std::exp(-a)); },
+  add(
+      t, "Sigmoid", 1, [](const Attrs&, double a, double) { return 1.0 / (1.0 + std::exp(-a)); },
       [](const Attrs&, S a, S) { return fmt::format("ingot_sigmoidf({})", a); });
-  add(t, "Tanh", 1, [](const Attrs&, double a, double) { return std::tanh(a); },
+  add(
+      t, "Tanh", 1, [](const Attrs&, double a, double) { return std::tanh(a); },
       [](const Attrs&, S a, S) { return fmt::format("ingot_tanhf({})", a); });
-  add(t, "Exp", 1, [](const Attrs&, double a, double) { return std::exp(a); },
+  add(
+      t, "Exp", 1, [](const Attrs&, double a, double) { return std::exp(a); },
       [](const Attrs&, S a, S) { return fmt::format("ingot_expf({})", a); });
-  add(t, "Erf", 1, [](const Attrs&, double a, double) { return std::erf(a); },
+  add(
+      t, "Erf", 1, [](const Attrs&, double a, double) { return std::erf(a); },
       [](const Attrs&, S a, S) { return fmt::format("ingot_erff({})", a); });
-  add(t, "Sqrt", 1, [](const Attrs&, double a, double) { return std::sqrt(a); },
+  add(
+      t, "Sqrt", 1, [](const Attrs&, double a, double) { return std::sqrt(a); },
       [](const Attrs&, S a, S) { return fmt::format("__builtin_sqrtf({})", a); });
-  add(t, "Neg", 1, [](const Attrs&, double a, double) { return -a; },
+  add(
+      t, "Neg", 1, [](const Attrs&, double a, double) { return -a; },
       [](const Attrs&, S a, S) { return fmt::format("(-{})", a); }, kNumeric,
       [](const Attrs&, int64_t a, int64_t) { return static_cast<int64_t>(0u - static_cast<uint64_t>(a)); });
-  add(t, "Abs", 1, [](const Attrs&, double a, double) { return std::fabs(a); },
+  add(
+      t, "Abs", 1, [](const Attrs&, double a, double) { return std::fabs(a); },
       [](const Attrs&, S a, S) { return fmt::format("INGOT_ABS({})", a); }, kNumeric,
       [](const Attrs&, int64_t a, int64_t) { return a < 0 ? static_cast<int64_t>(0u - static_cast<uint64_t>(a)) : a; });
-  add(t, "Reciprocal", 1, [](const Attrs&, double a, double) { return 1.0 / a; },
+  add(
+      t, "Reciprocal", 1, [](const Attrs&, double a, double) { return 1.0 / a; },
       [](const Attrs&, S a, S) { return fmt::format("(1.0f / {})", a); });
-  add(t, "HardSigmoid", 1,
+  add(
+      t, "HardSigmoid", 1,
       [](const Attrs& at, double a, double) {
         double v = attr_f(at, "alpha", 0.2f) * a + attr_f(at, "beta", 0.5f);
         return v < 0 ? 0.0 : (v > 1 ? 1.0 : v);
@@ -281,29 +306,34 @@ void register_elementwise_ops(std::map<std::string, OpDef>& t) {
         return fmt::format("ingot_clip({} * {} + {}, 0.0f, 1.0f)", c_float(attr_f(at, "alpha", 0.2f)), a,
                            c_float(attr_f(at, "beta", 0.5f)));
       });
-  add(t, "HardSwish", 1,
+  add(
+      t, "HardSwish", 1,
       [](const Attrs&, double a, double) {
         double v = a / 6.0 + 0.5;
         return a * (v < 0 ? 0.0 : (v > 1 ? 1.0 : v));
       },
       [](const Attrs&, S a, S) { return fmt::format("ingot_hardswish({})", a); });
 
-  add(t, "Add", 2, [](const Attrs&, double a, double b) { return a + b; },
+  add(
+      t, "Add", 2, [](const Attrs&, double a, double b) { return a + b; },
       [](const Attrs&, S a, S b) { return fmt::format("({} + {})", a, b); }, kNumeric,
       [](const Attrs&, int64_t a, int64_t b) {
         return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
       });
-  add(t, "Sub", 2, [](const Attrs&, double a, double b) { return a - b; },
+  add(
+      t, "Sub", 2, [](const Attrs&, double a, double b) { return a - b; },
       [](const Attrs&, S a, S b) { return fmt::format("({} - {})", a, b); }, kNumeric,
       [](const Attrs&, int64_t a, int64_t b) {
         return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
       });
-  add(t, "Mul", 2, [](const Attrs&, double a, double b) { return a * b; },
+  add(
+      t, "Mul", 2, [](const Attrs&, double a, double b) { return a * b; },
       [](const Attrs&, S a, S b) { return fmt::format("({} * {})", a, b); }, kNumeric,
       [](const Attrs&, int64_t a, int64_t b) {
         return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
       });
-  add(t, "Div", 2, [](const Attrs&, double a, double b) { return a / b; },
+  add(
+      t, "Div", 2, [](const Attrs&, double a, double b) { return a / b; },
       [](const Attrs&, S a, S b) { return fmt::format("INGOT_DIV({}, {})", a, b); }, kNumeric,
       [](const Attrs&, int64_t a, int64_t b) { return int_div(a, b); });
 }

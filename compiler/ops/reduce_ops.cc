@@ -41,8 +41,10 @@ ReduceGeometry reduce_geometry(const Node& node) {
   } else {
     std::vector<int64_t> axes = reduce_axes(node);
     if (axes.empty()) {
-      if (node.attr_int("noop_with_empty_axes", 0) != 0) g.noop = true;
-      else g.reduced.assign(rank, true);
+      if (node.attr_int("noop_with_empty_axes", 0) != 0)
+        g.noop = true;
+      else
+        g.reduced.assign(rank, true);
     }
     for (int64_t a : axes) {
       int64_t n = normalize_axis(a, rank, node);
@@ -130,20 +132,29 @@ void reference_reduce(const Node& node, const std::vector<const Tensor*>& in, st
   for (int64_t o = 0; o < g.kept_count; ++o) {
     int64_t base = offset_of(g, false, o);
     if (integer) {
-      int64_t acc = op == "ReduceMax" ? std::numeric_limits<int64_t>::min()
-                    : op == "ReduceMin" ? std::numeric_limits<int64_t>::max()
-                    : op == "ReduceProd" ? 1 : 0;
+      int64_t acc = op == "ReduceMax"    ? std::numeric_limits<int64_t>::min()
+                    : op == "ReduceMin"  ? std::numeric_limits<int64_t>::max()
+                    : op == "ReduceProd" ? 1
+                                         : 0;
       for (int64_t r = 0; r < g.reduced_count; ++r) {
         int64_t v = x.as_int(base + offset_of(g, true, r));
-        if (op == "ReduceMax") acc = std::max(acc, v);
-        else if (op == "ReduceMin") acc = std::min(acc, v);
-        else if (op == "ReduceProd") acc *= v;
-        else if (op == "ReduceL1") acc += v < 0 ? -v : v;
-        else if (op == "ReduceSumSquare") acc += v * v;
-        else acc += v;
+        if (op == "ReduceMax")
+          acc = std::max(acc, v);
+        else if (op == "ReduceMin")
+          acc = std::min(acc, v);
+        else if (op == "ReduceProd")
+          acc *= v;
+        else if (op == "ReduceL1")
+          acc += v < 0 ? -v : v;
+        else if (op == "ReduceSumSquare")
+          acc += v * v;
+        else
+          acc += v;
       }
-      if (y.dtype == DType::I64) y.data<int64_t>()[o] = acc;
-      else y.data<int32_t>()[o] = static_cast<int32_t>(acc);
+      if (y.dtype == DType::I64)
+        y.data<int64_t>()[o] = acc;
+      else
+        y.data<int32_t>()[o] = static_cast<int32_t>(acc);
       continue;
     }
     double m = -INFINITY;
@@ -152,18 +163,29 @@ void reference_reduce(const Node& node, const std::vector<const Tensor*>& in, st
     double acc = op == "ReduceMax" ? -INFINITY : op == "ReduceMin" ? INFINITY : op == "ReduceProd" ? 1.0 : 0.0;
     for (int64_t r = 0; r < g.reduced_count; ++r) {
       double v = x.as_double(base + offset_of(g, true, r));
-      if (op == "ReduceMax") acc = (std::isnan(acc) || acc > v) ? acc : v;
-      else if (op == "ReduceMin") acc = (std::isnan(acc) || acc < v) ? acc : v;
-      else if (op == "ReduceProd") acc *= v;
-      else if (op == "ReduceL1") acc += std::fabs(v);
-      else if (op == "ReduceL2" || op == "ReduceSumSquare") acc += v * v;
-      else if (op == "ReduceLogSumExp") acc += std::exp(v - m);
-      else acc += v;
+      if (op == "ReduceMax")
+        acc = (std::isnan(acc) || acc > v) ? acc : v;
+      else if (op == "ReduceMin")
+        acc = (std::isnan(acc) || acc < v) ? acc : v;
+      else if (op == "ReduceProd")
+        acc *= v;
+      else if (op == "ReduceL1")
+        acc += std::fabs(v);
+      else if (op == "ReduceL2" || op == "ReduceSumSquare")
+        acc += v * v;
+      else if (op == "ReduceLogSumExp")
+        acc += std::exp(v - m);
+      else
+        acc += v;
     }
-    if (op == "ReduceMean") acc /= static_cast<double>(g.reduced_count);
-    else if (op == "ReduceL2") acc = std::sqrt(acc);
-    else if (op == "ReduceLogSum") acc = std::log(acc);
-    else if (op == "ReduceLogSumExp") acc = std::isinf(m) ? m : m + std::log(acc);
+    if (op == "ReduceMean")
+      acc /= static_cast<double>(g.reduced_count);
+    else if (op == "ReduceL2")
+      acc = std::sqrt(acc);
+    else if (op == "ReduceLogSum")
+      acc = std::log(acc);
+    else if (op == "ReduceLogSumExp")
+      acc = std::isinf(m) ? m : m + std::log(acc);
     y.data<float>()[o] = static_cast<float>(acc);
   }
 }
@@ -275,8 +297,8 @@ std::string lower_arg(LoweringContext& ctx) {
   bool is_max = node.op_type == "ArgMax";
   bool last = node.attr_int("select_last_index", 0) != 0;
   ctx.headers.insert("ingot_kernel_common.h");
-  ctx.kernel_name = fmt::format("{}_{}{}_{}_to_{}", dtype_name(node.inputs[0]->dtype), node.op_type, last ? "_last" : "",
-                                shape_str(g.in), shape_str(g.out));
+  ctx.kernel_name = fmt::format("{}_{}{}_{}_to_{}", dtype_name(node.inputs[0]->dtype), node.op_type,
+                                last ? "_last" : "", shape_str(g.in), shape_str(g.out));
   const char* ct = dtype_c_type(node.inputs[0]->dtype);
   std::string cmp = std::string(is_max ? ">" : "<") + (last ? "=" : "");
   return fmt::format(

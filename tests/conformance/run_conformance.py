@@ -111,8 +111,6 @@ def tensor_types(model):
                 elif a.type == onnx.AttributeProto.GRAPHS:
                     for sub in a.graphs:
                         yield from graph_types(sub)
-                elif a.type in (onnx.AttributeProto.STRING, onnx.AttributeProto.STRINGS):
-                    pass
             if n.op_type in ("Cast", "EyeLike", "RandomUniform", "RandomNormal",
                              "RandomUniformLike", "RandomNormalLike", "Multinomial"):
                 for a in n.attribute:
@@ -329,7 +327,7 @@ def run_case(ingot, case_dir, name, info, work_dir, tolerance, specialize=False)
         status, message = "unsupported", first_message
         for _ in range(8):
             j = freeze_input(model, message, ds)
-            if j is None:
+            if j is None or j in frozen:
                 break
             frozen.append(j)
             trimmed = onnx.ModelProto()
