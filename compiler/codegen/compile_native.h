@@ -50,8 +50,7 @@ struct CFile {
 // archives it as a static library (`ar rcsD`); with |strip|, local symbols are removed
 // first (`strip --strip-unneeded`). Returns the archive's bytes.
 std::vector<uint8_t> build_static_library(const CFile& file, const std::vector<CFile>& headers,
-                                          const target::Target& target, const NativeOptions& options,
-                                          bool strip);
+                                          const target::Target& target, const NativeOptions& options, bool strip);
 
 // Compiles and links |files| into a statically linked executable (-static -no-pie,
 // --gc-sections: no dynamic section); with |strip|, without a symbol table. Returns its

@@ -48,22 +48,31 @@ std::string c_string_literal(const std::string& s) {
 
 const char* dtype_letters(uint32_t dtype) {
   switch (dtype) {
-    case INGOT_DTYPE_F32: return "f32";
-    case INGOT_DTYPE_I64: return "i64";
-    case INGOT_DTYPE_I32: return "i32";
-    case INGOT_DTYPE_BOOL: return "bool";
-    case INGOT_DTYPE_U8: return "u8";
-    case INGOT_DTYPE_I8: return "i8";
+    case INGOT_DTYPE_F32:
+      return "f32";
+    case INGOT_DTYPE_I64:
+      return "i64";
+    case INGOT_DTYPE_I32:
+      return "i32";
+    case INGOT_DTYPE_BOOL:
+      return "bool";
+    case INGOT_DTYPE_U8:
+      return "u8";
+    case INGOT_DTYPE_I8:
+      return "i8";
   }
   return "?";
 }
 
 uint64_t dtype_bytes(uint32_t dtype) {
   switch (dtype) {
-    case INGOT_DTYPE_I64: return 8;
+    case INGOT_DTYPE_I64:
+      return 8;
     case INGOT_DTYPE_F32:
-    case INGOT_DTYPE_I32: return 4;
-    default: return 1;
+    case INGOT_DTYPE_I32:
+      return 4;
+    default:
+      return 1;
   }
 }
 
@@ -147,7 +156,8 @@ std::string adapt_kernels(const CArtifactInput& in, std::vector<std::string>& in
       saw_export_define = true;
       continue;
     }
-    static const std::regex helper_definition(R"re(^\s*(__attribute__\(\(.*\)\)\s*)?void\s*\*\s*(memcpy|memset)\s*\()re");
+    static const std::regex helper_definition(
+        R"re(^\s*(__attribute__\(\(.*\)\)\s*)?void\s*\*\s*(memcpy|memset)\s*\()re");
     if (std::regex_search(line, helper_definition) ||
         line.find("The C compiler may still call these") != std::string::npos) {
       // The helpers come last; nothing after them may be a kernel.
@@ -194,9 +204,9 @@ std::string adapt_kernels(const CArtifactInput& in, std::vector<std::string>& in
 // Preprocessor names of the x86 features the kernels were generated for.
 std::vector<std::string> feature_macros(uint32_t features) {
   static const std::pair<uint32_t, const char*> kMacros[] = {
-      {INGOT_FEATURE_SSE42, "__SSE4_2__"},       {INGOT_FEATURE_AVX2, "__AVX2__"},
-      {INGOT_FEATURE_FMA, "__FMA__"},            {INGOT_FEATURE_AVX512F, "__AVX512F__"},
-      {INGOT_FEATURE_AVX512BW, "__AVX512BW__"},  {INGOT_FEATURE_AVX512VL, "__AVX512VL__"},
+      {INGOT_FEATURE_SSE42, "__SSE4_2__"},      {INGOT_FEATURE_AVX2, "__AVX2__"},
+      {INGOT_FEATURE_FMA, "__FMA__"},           {INGOT_FEATURE_AVX512F, "__AVX512F__"},
+      {INGOT_FEATURE_AVX512BW, "__AVX512BW__"}, {INGOT_FEATURE_AVX512VL, "__AVX512VL__"},
       {INGOT_FEATURE_AVX512DQ, "__AVX512DQ__"},
   };
   std::vector<std::string> out;
@@ -219,10 +229,18 @@ std::string crc_nibble_table() {
 std::string binding_comment(const ingot_binding_t& b) {
   std::string base;
   switch (b.base) {
-    case INGOT_BASE_ARENA: base = "arena"; break;
-    case INGOT_BASE_CONSTANTS: base = "const"; break;
-    case INGOT_BASE_INPUT: base = fmt::format("input{}", b.index); break;
-    default: base = fmt::format("output{}", b.index); break;
+    case INGOT_BASE_ARENA:
+      base = "arena";
+      break;
+    case INGOT_BASE_CONSTANTS:
+      base = "const";
+      break;
+    case INGOT_BASE_INPUT:
+      base = fmt::format("input{}", b.index);
+      break;
+    default:
+      base = fmt::format("output{}", b.index);
+      break;
   }
   return fmt::format("{}+{}:{}", base, b.offset, b.size);
 }
@@ -303,7 +321,8 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
         fmt::arg("lit", c_string_literal(m.external_weights_path)), fmt::arg("size", m.constants.size()),
         fmt::arg("crc", weights_crc));
   }
-  h += fmt::format("#define {}_INPUT_COUNT {}u\n#define {}_OUTPUT_COUNT {}u\n", P, m.inputs.size(), P, m.outputs.size());
+  h +=
+      fmt::format("#define {}_INPUT_COUNT {}u\n#define {}_OUTPUT_COUNT {}u\n", P, m.inputs.size(), P, m.outputs.size());
   for (size_t i = 0; i < m.inputs.size(); ++i) {
     h += fmt::format("#define {}_INPUT{}_BYTES {}u /* '{}': {} */\n", P, i, tensor_bytes(m.inputs[i]),
                      comment_safe(m.inputs[i].name), type_string(m.inputs[i]));
@@ -350,8 +369,10 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
   if (!macros.empty()) {
     std::string cond;
     for (const std::string& mac : macros) cond += (cond.empty() ? "" : " || ") + ("!defined(" + mac + ")");
-    c += fmt::format("#if {}\n#error \"{}.c was generated for target {}: compile it with the flags on the ingot-build line\"\n#endif\n",
-                     cond, in.file_stem, in.target_name);
+    c += fmt::format(
+        "#if {}\n#error \"{}.c was generated for target {}: compile it with the flags on the ingot-build "
+        "line\"\n#endif\n",
+        cond, in.file_stem, in.target_name);
   }
   c += "\n";
   HeaderInliner inliner(in.headers);
@@ -385,7 +406,8 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
   if (!m.bindings.empty()) {
     c += fmt::format("static const ingot_binding_t {}_bindings_[{}] = {{\n", p, m.bindings.size());
     for (const ingot_binding_t& b : m.bindings) {
-      c += fmt::format("    {{{}, {}, 0, {}u, {}u}}, /* {} */\n", b.base, b.index, b.offset, b.size, binding_comment(b));
+      c +=
+          fmt::format("    {{{}, {}, 0, {}u, {}u}}, /* {} */\n", b.base, b.index, b.offset, b.size, binding_comment(b));
     }
     c += "};\n";
   }
@@ -437,8 +459,9 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
         "  context->weights = (const unsigned char*)weights;\n",
         fmt::arg("p", p), fmt::arg("P", P));
   } else {
-    weights_check = fmt::format("  if (weights != NULL || weights_size != 0) return 1;\n  context->weights = {};\n",
-                                has_weights ? fmt::format("(const unsigned char*){}_weights_", p) : std::string("NULL"));
+    weights_check =
+        fmt::format("  if (weights != NULL || weights_size != 0) return 1;\n  context->weights = {};\n",
+                    has_weights ? fmt::format("(const unsigned char*){}_weights_", p) : std::string("NULL"));
   }
   c += fmt::format(
       "\nint {p}_initialize({p}_context_t* context, void* arena, size_t arena_size,\n"
@@ -452,8 +475,8 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
       "  return 0;\n}}\n",
       fmt::arg("p", p), fmt::arg("P", P), fmt::arg("wcheck", weights_check),
       fmt::arg("acheck", m.arena_bytes > 0 ? fmt::format("  if (arena_size < {P}_ARENA_SIZE) return 5;\n"
-                                                          "  if (arena == NULL) return 1;\n",
-                                                          fmt::arg("P", P))
+                                                         "  if (arena == NULL) return 1;\n",
+                                                         fmt::arg("P", P))
                                            : std::string("  (void)arena_size;\n")));
 
   std::string walk;
@@ -463,8 +486,9 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
     walk += fmt::format("    const ingot_step_t* step = &{}_steps_[s];\n", p);
     if (!m.bindings.empty()) {
       walk += fmt::format("    const ingot_binding_t* b = &{}_bindings_[step->binding_first];\n", p);
-      walk += "    for (uint32_t i = 0; i < step->binding_count; ++i)\n"
-              "      buffers[i] = ingot_plan_resolve_(&b[i], context->arena, context->weights, inputs, outputs);\n";
+      walk +=
+          "    for (uint32_t i = 0; i < step->binding_count; ++i)\n"
+          "      buffers[i] = ingot_plan_resolve_(&b[i], context->arena, context->weights, inputs, outputs);\n";
     }
     if (any_dispatch && any_copy) {
       walk += fmt::format(
@@ -476,7 +500,8 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
     } else if (any_dispatch) {
       walk += fmt::format("    {}_kernels_[step->kernel](buffers, step->wg_begin, step->wg_end);\n", p);
     } else if (any_copy) {
-      walk += fmt::format("    if (step->kind == INGOT_STEP_COPY) {}_copy_(buffers[1], buffers[0], step->wg_end);\n", p);
+      walk +=
+          fmt::format("    if (step->kind == INGOT_STEP_COPY) {}_copy_(buffers[1], buffers[0], step->wg_end);\n", p);
     } else {
       walk += "    (void)step;\n";
     }
@@ -484,12 +509,16 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
   }
   std::string io_check;
   if (!m.inputs.empty()) {
-    io_check += fmt::format("  if (inputs == NULL) return 1;\n  for (uint32_t i = 0; i < {}_INPUT_COUNT; ++i)\n"
-                            "    if (inputs[i] == NULL) return 1;\n", P);
+    io_check += fmt::format(
+        "  if (inputs == NULL) return 1;\n  for (uint32_t i = 0; i < {}_INPUT_COUNT; ++i)\n"
+        "    if (inputs[i] == NULL) return 1;\n",
+        P);
   }
   if (!m.outputs.empty()) {
-    io_check += fmt::format("  if (outputs == NULL) return 1;\n  for (uint32_t i = 0; i < {}_OUTPUT_COUNT; ++i)\n"
-                            "    if (outputs[i] == NULL) return 1;\n", P);
+    io_check += fmt::format(
+        "  if (outputs == NULL) return 1;\n  for (uint32_t i = 0; i < {}_OUTPUT_COUNT; ++i)\n"
+        "    if (outputs[i] == NULL) return 1;\n",
+        P);
   }
   if (m.steps.empty() || m.bindings.empty()) io_check += "  (void)inputs;\n  (void)outputs;\n";
   c += fmt::format(
@@ -513,24 +542,34 @@ namespace {
 
 const char* npy_descr(uint32_t dtype) {
   switch (dtype) {
-    case INGOT_DTYPE_F32: return "<f4";
-    case INGOT_DTYPE_I64: return "<i8";
-    case INGOT_DTYPE_I32: return "<i4";
-    case INGOT_DTYPE_BOOL: return "|b1";
-    case INGOT_DTYPE_U8: return "|u1";
-    case INGOT_DTYPE_I8: return "|i1";
+    case INGOT_DTYPE_F32:
+      return "<f4";
+    case INGOT_DTYPE_I64:
+      return "<i8";
+    case INGOT_DTYPE_I32:
+      return "<i4";
+    case INGOT_DTYPE_BOOL:
+      return "|b1";
+    case INGOT_DTYPE_U8:
+      return "|u1";
+    case INGOT_DTYPE_I8:
+      return "|i1";
   }
   return "?";
 }
 
 int value_kind(uint32_t dtype) {
   switch (dtype) {
-    case INGOT_DTYPE_F32: return 0;
+    case INGOT_DTYPE_F32:
+      return 0;
     case INGOT_DTYPE_I64:
     case INGOT_DTYPE_I32:
-    case INGOT_DTYPE_I8: return 1;
-    case INGOT_DTYPE_U8: return 2;
-    default: return 3;
+    case INGOT_DTYPE_I8:
+      return 1;
+    case INGOT_DTYPE_U8:
+      return 2;
+    default:
+      return 3;
   }
 }
 
@@ -880,7 +919,8 @@ int main(int argc, char** argv) {
 )MAIN";
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
 }
 
 }  // namespace

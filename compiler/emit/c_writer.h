@@ -26,8 +26,8 @@ struct CArtifactInput {
   std::string file_stem;   // NAME of NAME.c / NAME.h
   std::string model_name;  // the source model, for comments
   std::string target_name;
-  uint32_t target_features = 0;       // INGOT_FEATURE_* the kernels were generated for
-  std::string cc;                     // how ingot builds the C (recorded in NAME.c)
+  uint32_t target_features = 0;  // INGOT_FEATURE_* the kernels were generated for
+  std::string cc;                // how ingot builds the C (recorded in NAME.c)
   std::vector<std::string> cflags;
   std::string kernels_c;                    // codegen's translation unit (generate_c)
   std::vector<std::string> kernel_symbols;  // its kernel functions, by kernel index

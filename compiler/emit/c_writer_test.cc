@@ -101,7 +101,8 @@ TEST_F(OutputFormsTest, ExecutableIsStaticAndMatchesTheReference) {
   ASSERT_EQ(shell(exe.string() + " " + samples_ + "sample_3.npy", dir_ / "print.txt"), 0);
   EXPECT_NE(slurp(dir_ / "print.txt").find("output 0 'logits': 1x10xf32"), std::string::npos);
   EXPECT_EQ(shell(exe.string() + " " + samples_ + "expected_logits_3.npy", dir_ / "bad.txt"), 2);
-  EXPECT_NE(slurp(dir_ / "bad.txt").find("expected 1x64xf32, got 1x10xf32"), std::string::npos) << slurp(dir_ / "bad.txt");
+  EXPECT_NE(slurp(dir_ / "bad.txt").find("expected 1x64xf32, got 1x10xf32"), std::string::npos)
+      << slurp(dir_ / "bad.txt");
 }
 
 TEST_F(OutputFormsTest, ExternalWeightsAreCheckedAtLoad) {
@@ -158,6 +159,7 @@ int main(int argc, char** argv) {
 
 TEST_F(OutputFormsTest, CSourceAndStaticLibraryServeTheApi) {
   compile("digits.c", "c");
+  fs::create_directories(dir_ / "lib");
   compile("lib/digits.a", "static-lib", "embed", /*strip=*/true);
   ASSERT_TRUE(fs::exists(dir_ / "digits.c"));
   ASSERT_TRUE(fs::exists(dir_ / "digits.h"));

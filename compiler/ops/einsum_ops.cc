@@ -11,9 +11,9 @@ namespace ingot::ops {
 namespace {
 
 struct EinsumPlan {
-  std::vector<int64_t> extent;                 // per loop (output labels first, then summed)
-  size_t out_loops = 0;                        // the first out_loops loops index the output
-  std::vector<std::vector<int64_t>> strides;   // per input, per loop
+  std::vector<int64_t> extent;                // per loop (output labels first, then summed)
+  size_t out_loops = 0;                       // the first out_loops loops index the output
+  std::vector<std::vector<int64_t>> strides;  // per input, per loop
   Shape out_shape;
 };
 
@@ -26,8 +26,10 @@ std::vector<int> parse_term(const std::string& term, int64_t rank, int max_ell, 
   size_t dots = term.find("...");
   int letters = 0;
   for (char c : term)
-    if (std::isalpha(static_cast<unsigned char>(c))) ++letters;
-    else if (c != '.') fail("{}: unexpected character '{}' in equation", node.describe(), c);
+    if (std::isalpha(static_cast<unsigned char>(c)))
+      ++letters;
+    else if (c != '.')
+      fail("{}: unexpected character '{}' in equation", node.describe(), c);
   int ell = dots == std::string::npos ? 0 : static_cast<int>(rank - letters);
   if (ell < 0 || (dots == std::string::npos && letters != rank))
     fail("{}: term '{}' does not match an input of rank {}", node.describe(), term, rank);
@@ -47,7 +49,8 @@ std::vector<int> parse_term(const std::string& term, int64_t rank, int max_ell, 
 
 EinsumPlan einsum_plan(const Node& node) {
   std::string eq;
-  for (char c : node.attr_string("equation", "")) if (c != ' ') eq += c;
+  for (char c : node.attr_string("equation", ""))
+    if (c != ' ') eq += c;
   if (eq.empty()) fail("{}: attribute 'equation' is required", node.describe());
   size_t arrow = eq.find("->");
   std::string lhs = eq.substr(0, arrow);
@@ -77,10 +80,11 @@ EinsumPlan einsum_plan(const Node& node) {
       int l = in_labels[i][d];
       ++count[l];
       auto it = extent.find(l);
-      if (it == extent.end() || it->second == 1) extent[l] = s[d];
+      if (it == extent.end() || it->second == 1)
+        extent[l] = s[d];
       else if (s[d] != 1 && s[d] != it->second)
-        fail("{}: label '{}' has extents {} and {}", node.describe(), l < 52 ? static_cast<char>(l < 26 ? 'a' + l : 'A' + l - 26) : '.',
-             it->second, s[d]);
+        fail("{}: label '{}' has extents {} and {}", node.describe(),
+             l < 52 ? static_cast<char>(l < 26 ? 'a' + l : 'A' + l - 26) : '.', it->second, s[d]);
     }
   }
   std::vector<int> out_labels;
@@ -184,7 +188,8 @@ std::string lower_einsum(LoweringContext& ctx) {
   auto offset = [&](size_t i) {
     std::string e;
     for (size_t l = 0; l < p.extent.size(); ++l)
-      if (p.strides[i][l] != 0 && p.extent[l] != 1) e += fmt::format("{}l{} * {}", e.empty() ? "" : " + ", l, p.strides[i][l]);
+      if (p.strides[i][l] != 0 && p.extent[l] != 1)
+        e += fmt::format("{}l{} * {}", e.empty() ? "" : " + ", l, p.strides[i][l]);
     return e.empty() ? std::string("0") : e;
   };
   for (size_t l = 0; l < p.out_loops; ++l) {
@@ -198,8 +203,7 @@ std::string lower_einsum(LoweringContext& ctx) {
     inner_indent += "  ";
   }
   std::string prod;
-  for (size_t i = 0; i < node.inputs.size(); ++i)
-    prod += fmt::format("{}{}[{}]", i ? " * " : "", ctx.in[i], offset(i));
+  for (size_t i = 0; i < node.inputs.size(); ++i) prod += fmt::format("{}{}[{}]", i ? " * " : "", ctx.in[i], offset(i));
   body += fmt::format("{}acc += {};\n", inner_indent, prod);
   for (size_t l = p.out_loops; l < p.extent.size(); ++l) {
     inner_indent.resize(inner_indent.size() - 2);

@@ -199,8 +199,9 @@ std::string lower_pool_generic(LoweringContext& ctx, const PoolGeometry& g) {
                                     column_major ? "(iw * H_ + ih) * D_ + id" : "(id * H_ + ih) * W_ + iw")
                       : "acc = v > acc ? v : acc;";
   } else if (kind == PoolKind::Lp) {
-    combine = p == 1 ? "acc += ingot_absf(v);" : p == 2 ? "acc += v * v;"
-                                                        : fmt::format("acc += ingot_powf(ingot_absf(v), {});", c_float(p));
+    combine = p == 1   ? "acc += ingot_absf(v);"
+              : p == 2 ? "acc += v * v;"
+                       : fmt::format("acc += ingot_powf(ingot_absf(v), {});", c_float(p));
     finish = p == 1 ? "acc" : p == 2 ? "__builtin_sqrtf(acc)" : fmt::format("ingot_powf(acc, {})", c_float(1.0 / p));
   } else {
     combine = "acc += v; ++count;";
@@ -222,45 +223,47 @@ std::string lower_pool_generic(LoweringContext& ctx, const PoolGeometry& g) {
       "  const int64_t SD_ = {}, SH_ = {}, SW_ = {}, DD_ = {}, DH_ = {}, DW_ = {};\n"
       "  const int64_t PD_ = {}, PH_ = {}, PW_ = {}, PDE_ = {}, PHE_ = {}, PWE_ = {};\n"
       "  (void)PDE_; (void)PHE_; (void)PWE_; (void)KD_; (void)KH_; (void)KW_;\n",
-      I[0], I[1], I[2], K[0], K[1], K[2], S[0], S[1], S[2], Dl[0], Dl[1], Dl[2], PB[0], PB[1], PB[2], PE[0], PE[1], PE[2]);
-  return consts + fmt::format(
-      "  for (int64_t pl = 0; pl < {planes}; ++pl) {{\n"
-      "    const {ct}* xp = {x} + pl * {insize};\n"
-      "    int64_t oi = pl * {outsize};\n"
-      "    for (int64_t od = 0; od < {OD}; ++od)\n"
-      "    for (int64_t oh = 0; oh < {OH}; ++oh)\n"
-      "    for (int64_t ow = 0; ow < {OW}; ++ow, ++oi) {{\n"
-      "      {acct} acc = {init};\n"
-      "      int64_t count = 0, best = -1;\n"
-      "      (void)count; (void)best;\n"
-      "      for (int64_t kd = 0; kd < KD_; ++kd) {{\n"
-      "        const int64_t id = od * SD_ - PD_ + kd * DD_;\n"
-      "        if (id < 0 || id >= D_) continue;\n"
-      "        for (int64_t kh = 0; kh < KH_; ++kh) {{\n"
-      "          const int64_t ih = oh * SH_ - PH_ + kh * DH_;\n"
-      "          if (ih < 0 || ih >= H_) continue;\n"
-      "          for (int64_t kw = 0; kw < KW_; ++kw) {{\n"
-      "            const int64_t iw = ow * SW_ - PW_ + kw * DW_;\n"
-      "            if (iw < 0 || iw >= W_) continue;\n"
-      "            const {acct} v = xp[(id * H_ + ih) * W_ + iw];\n"
-      "            {combine}\n"
-      "          }}\n"
-      "        }}\n"
-      "      }}\n"
-      "      {{\n"
-      "        {acct} r = {finish};\n"
-      "{ep}"
-      "        {y}[oi] = r;\n"
-      "      }}\n"
-      "{idx}"
-      "    }}\n"
-      "  }}\n",
-      fmt::arg("planes", g.N * g.C), fmt::arg("ct", ct), fmt::arg("x", ctx.in[0]), fmt::arg("insize", g.in_size()),
-      fmt::arg("outsize", g.out_size()), fmt::arg("OD", O[0]), fmt::arg("OH", O[1]), fmt::arg("OW", O[2]),
-      fmt::arg("acct", dt == DType::F32 ? "float" : ct), fmt::arg("init", init), fmt::arg("combine", combine),
-      fmt::arg("finish", finish), fmt::arg("y", ctx.out[0]),
-      fmt::arg("ep", ctx.epilogue && dt == DType::F32 ? ctx.epilogue("r", "oi") : ""),
-      fmt::arg("idx", indices ? fmt::format("      {}[oi] = pl * {} + best;\n", ctx.out[1], g.in_size()) : ""));
+      I[0], I[1], I[2], K[0], K[1], K[2], S[0], S[1], S[2], Dl[0], Dl[1], Dl[2], PB[0], PB[1], PB[2], PE[0], PE[1],
+      PE[2]);
+  return consts +
+         fmt::format(
+             "  for (int64_t pl = 0; pl < {planes}; ++pl) {{\n"
+             "    const {ct}* xp = {x} + pl * {insize};\n"
+             "    int64_t oi = pl * {outsize};\n"
+             "    for (int64_t od = 0; od < {OD}; ++od)\n"
+             "    for (int64_t oh = 0; oh < {OH}; ++oh)\n"
+             "    for (int64_t ow = 0; ow < {OW}; ++ow, ++oi) {{\n"
+             "      {acct} acc = {init};\n"
+             "      int64_t count = 0, best = -1;\n"
+             "      (void)count; (void)best;\n"
+             "      for (int64_t kd = 0; kd < KD_; ++kd) {{\n"
+             "        const int64_t id = od * SD_ - PD_ + kd * DD_;\n"
+             "        if (id < 0 || id >= D_) continue;\n"
+             "        for (int64_t kh = 0; kh < KH_; ++kh) {{\n"
+             "          const int64_t ih = oh * SH_ - PH_ + kh * DH_;\n"
+             "          if (ih < 0 || ih >= H_) continue;\n"
+             "          for (int64_t kw = 0; kw < KW_; ++kw) {{\n"
+             "            const int64_t iw = ow * SW_ - PW_ + kw * DW_;\n"
+             "            if (iw < 0 || iw >= W_) continue;\n"
+             "            const {acct} v = xp[(id * H_ + ih) * W_ + iw];\n"
+             "            {combine}\n"
+             "          }}\n"
+             "        }}\n"
+             "      }}\n"
+             "      {{\n"
+             "        {acct} r = {finish};\n"
+             "{ep}"
+             "        {y}[oi] = r;\n"
+             "      }}\n"
+             "{idx}"
+             "    }}\n"
+             "  }}\n",
+             fmt::arg("planes", g.N * g.C), fmt::arg("ct", ct), fmt::arg("x", ctx.in[0]),
+             fmt::arg("insize", g.in_size()), fmt::arg("outsize", g.out_size()), fmt::arg("OD", O[0]),
+             fmt::arg("OH", O[1]), fmt::arg("OW", O[2]), fmt::arg("acct", dt == DType::F32 ? "float" : ct),
+             fmt::arg("init", init), fmt::arg("combine", combine), fmt::arg("finish", finish),
+             fmt::arg("y", ctx.out[0]), fmt::arg("ep", ctx.epilogue && dt == DType::F32 ? ctx.epilogue("r", "oi") : ""),
+             fmt::arg("idx", indices ? fmt::format("      {}[oi] = pl * {} + best;\n", ctx.out[1], g.in_size()) : ""));
 }
 
 std::string lower_pool(LoweringContext& ctx) {
@@ -284,17 +287,191 @@ std::string lower_pool(LoweringContext& ctx) {
   ctx.kernel_name = fmt::format("f32_{}{}x{}_s{}_{}", is_max ? "maxpool" : "avgpool", k[0], k[1], s[1],
                                 shape_str(node.outputs[0]->shape));
   int64_t ohw = o[0] * o[1], hw = in[0] * in[1];
-  std::string call = is_max
-      ? fmt::format("f32_maxpool2d_plane_portable({} + p * {}, {} + p * {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
-                    ctx.out[0], ohw, ctx.in[0], hw, in[0], in[1], o[0], o[1], k[0], k[1], s[0], s[1], pb[0], pb[1], d[0], d[1])
-      : fmt::format("f32_avgpool2d_plane_portable({} + p * {}, {} + p * {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
-                    ctx.out[0], ohw, ctx.in[0], hw, in[0], in[1], o[0], o[1], k[0], k[1], s[0], s[1], pb[0], pb[1], pe[0],
-                    pe[1], node.attr_int("count_include_pad", 0));
+  std::string call = is_max ? fmt::format(
+                                  "f32_maxpool2d_plane_portable({} + p * {}, {} + p * {}, {}, {}, {}, {}, {}, {}, {}, "
+                                  "{}, {}, {}, {}, {})",
+                                  ctx.out[0], ohw, ctx.in[0], hw, in[0], in[1], o[0], o[1], k[0], k[1], s[0], s[1],
+                                  pb[0], pb[1], d[0], d[1])
+                            : fmt::format(
+                                  "f32_avgpool2d_plane_portable({} + p * {}, {} + p * {}, {}, {}, {}, {}, {}, {}, {}, "
+                                  "{}, {}, {}, {}, {}, {})",
+                                  ctx.out[0], ohw, ctx.in[0], hw, in[0], in[1], o[0], o[1], k[0], k[1], s[0], s[1],
+                                  pb[0], pb[1], pe[0], pe[1], node.attr_int("count_include_pad", 0));
   std::string body = fmt::format("  for (int64_t p = 0; p < {}; ++p) {};\n", pg.N * pg.C, call);
   if (ctx.epilogue)
     body += fmt::format("  for (int64_t i = 0; i < {}; ++i) {{\n    float v = {}[i];\n{}    {}[i] = v;\n  }}\n",
                         node.outputs[0]->numel(), ctx.out[0], ctx.epilogue("v", "i"), ctx.out[0]);
   return body;
+}
+
+// ---- MaxUnpool: scatter X into zeros at MaxPool's flat Indices ----
+Shape maxunpool_shape(const Node& node) {
+  const Shape& x = node.inputs[0]->shape;
+  if (x.size() < 3) fail("{}: input must have rank >= 3, got {}", node.describe(), shape_str(x));
+  if (!node.input(1) || node.inputs[1]->shape != x)
+    fail("{}: the indices must have the input's shape {}", node.describe(), shape_str(x));
+  if (node.input(2)) {
+    Shape s = constant_input(node, 2, "output_shape").to_ints();
+    if (s.size() != x.size())
+      fail("{}: output_shape has rank {}, the input has rank {}", node.describe(), s.size(), x.size());
+    return s;
+  }
+  size_t sd = x.size() - 2;
+  auto kernel = node.attr_ints("kernel_shape");
+  auto strides = node.attr_ints("strides", std::vector<int64_t>(sd, 1));
+  auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * sd, 0));
+  if (kernel.size() != sd || strides.size() != sd || pads.size() != 2 * sd)
+    fail("{}: kernel_shape/strides/pads have the wrong length", node.describe());
+  Shape out{x[0], x[1]};
+  for (size_t i = 0; i < sd; ++i) out.push_back((x[i + 2] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + sd]);
+  return out;
+}
+
+void infer_maxunpool(Node& node) {
+  if (!node.input(1) || node.inputs[1]->dtype != DType::I64)
+    fail("{}: input 1 (indices) must be int64", node.describe());
+  set_output(node, 0, node.inputs[0]->dtype, maxunpool_shape(node));
+}
+
+void reference_maxunpool(const Node&, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  std::fill(out[0].bytes.begin(), out[0].bytes.end(), 0);
+  for (int64_t i = 0; i < in[0]->numel(); ++i) {
+    int64_t idx = in[1]->data<int64_t>()[i];
+    if (idx >= 0 && idx < out[0].numel()) out[0].set_from_double(idx, in[0]->as_double(i));
+  }
+}
+
+std::string lower_maxunpool(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  int64_t n_out = node.outputs[0]->numel();
+  ctx.headers.insert("ingot_kernel_common.h");
+  ctx.kernel_name =
+      fmt::format("{}_maxunpool_{}", dtype_name(node.outputs[0]->dtype), shape_str(node.outputs[0]->shape));
+  return fmt::format(
+      "  for (int64_t i = 0; i < {n_out}; ++i) {y}[i] = 0;\n"
+      "  for (int64_t i = 0; i < {n_in}; ++i) {{\n"
+      "    const int64_t idx = {ind}[i];\n"
+      "    if (idx >= 0 && idx < {n_out}) {y}[idx] = {x}[i];\n"
+      "  }}\n",
+      fmt::arg("n_out", n_out), fmt::arg("y", ctx.out[0]), fmt::arg("n_in", node.inputs[0]->numel()),
+      fmt::arg("ind", ctx.in[1]), fmt::arg("x", ctx.in[0]));
+}
+
+// ---- RoiAlign (avg or max over bilinear samples in each output bin) ----
+struct RoiAlignParams {
+  int64_t R, C, H, W, OH, OW, sampling_ratio;
+  float spatial_scale;
+  bool half_pixel, max_mode;
+};
+
+RoiAlignParams roi_align_params(const Node& node) {
+  const Shape& x = node.inputs[0]->shape;
+  if (x.size() != 4) fail("{}: X must have rank 4, got {}", node.describe(), shape_str(x));
+  if (!node.input(1) || node.inputs[1]->shape.size() != 2 || node.inputs[1]->shape[1] != 4)
+    fail("{}: rois must have shape [num_rois, 4]", node.describe());
+  RoiAlignParams p;
+  p.R = node.inputs[1]->shape[0];
+  if (!node.input(2) || node.inputs[2]->shape != Shape{p.R})
+    fail("{}: batch_indices must have shape [{}]", node.describe(), p.R);
+  p.C = x[1];
+  p.H = x[2];
+  p.W = x[3];
+  p.OH = node.attr_int("output_height", 1);
+  p.OW = node.attr_int("output_width", 1);
+  p.sampling_ratio = node.attr_int("sampling_ratio", 0);
+  p.spatial_scale = node.attr_float("spatial_scale", 1.0f);
+  std::string mode = node.attr_string("mode", "avg");
+  std::string ctm =
+      node.attr_string("coordinate_transformation_mode", node.opset >= 16 ? "half_pixel" : "output_half_pixel");
+  if (mode != "avg" && mode != "max") fail("{}: unknown mode '{}'", node.describe(), mode);
+  if (ctm != "half_pixel" && ctm != "output_half_pixel")
+    fail("{}: unknown coordinate_transformation_mode '{}'", node.describe(), ctm);
+  if (p.OH <= 0 || p.OW <= 0 || p.sampling_ratio < 0)
+    fail("{}: invalid output size or sampling_ratio", node.describe());
+  p.max_mode = mode == "max";
+  p.half_pixel = ctm == "half_pixel";
+  return p;
+}
+
+void infer_roi_align(Node& node) {
+  require_f32(node, 0);
+  require_f32(node, 1);
+  RoiAlignParams p = roi_align_params(node);
+  if (node.inputs[2]->dtype != DType::I64 && node.inputs[2]->dtype != DType::I32)
+    fail("{}: batch_indices must be int64", node.describe());
+  set_output(node, 0, DType::F32, {p.R, p.C, p.OH, p.OW});
+}
+
+void reference_roi_align(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  RoiAlignParams p = roi_align_params(node);
+  const float* x = in[0]->data<float>();
+  const float* rois = in[1]->data<float>();
+  for (int64_t r = 0; r < p.R; ++r) {
+    int64_t b = in[2]->as_int(r);
+    double off = p.half_pixel ? 0.5 : 0.0;
+    double x0 = rois[r * 4] * p.spatial_scale - off, y0 = rois[r * 4 + 1] * p.spatial_scale - off;
+    double x1 = rois[r * 4 + 2] * p.spatial_scale - off, y1 = rois[r * 4 + 3] * p.spatial_scale - off;
+    double rw = x1 - x0, rh = y1 - y0;
+    if (!p.half_pixel) {
+      rw = std::max(rw, 1.0);
+      rh = std::max(rh, 1.0);
+    }
+    double bh = rh / p.OH, bw = rw / p.OW;
+    int64_t gh = p.sampling_ratio > 0 ? p.sampling_ratio : static_cast<int64_t>(std::ceil(rh / p.OH));
+    int64_t gw = p.sampling_ratio > 0 ? p.sampling_ratio : static_cast<int64_t>(std::ceil(rw / p.OW));
+    double count = std::max<int64_t>(gh * gw, 1);
+    for (int64_t c = 0; c < p.C; ++c) {
+      const float* plane = x + (b * p.C + c) * p.H * p.W;
+      for (int64_t ph = 0; ph < p.OH; ++ph)
+        for (int64_t pw = 0; pw < p.OW; ++pw) {
+          double acc = 0;
+          bool first = true;
+          for (int64_t iy = 0; iy < gh; ++iy)
+            for (int64_t ix = 0; ix < gw; ++ix) {
+              double yy = y0 + ph * bh + (iy + 0.5) * bh / gh, xx = x0 + pw * bw + (ix + 0.5) * bw / gw;
+              double v = 0;
+              if (!(yy < -1.0 || yy > p.H || xx < -1.0 || xx > p.W)) {
+                yy = std::max(yy, 0.0);
+                xx = std::max(xx, 0.0);
+                int64_t yl = static_cast<int64_t>(yy), xl = static_cast<int64_t>(xx), yh, xh;
+                if (yl >= p.H - 1)
+                  yh = yl = p.H - 1, yy = static_cast<double>(yl);
+                else
+                  yh = yl + 1;
+                if (xl >= p.W - 1)
+                  xh = xl = p.W - 1, xx = static_cast<double>(xl);
+                else
+                  xh = xl + 1;
+                double ly = yy - yl, lx = xx - xl, hy = 1 - ly, hx = 1 - lx;
+                double v1 = hy * hx * plane[yl * p.W + xl], v2 = hy * lx * plane[yl * p.W + xh];
+                double v3 = ly * hx * plane[yh * p.W + xl], v4 = ly * lx * plane[yh * p.W + xh];
+                v = p.max_mode ? std::max(std::max(v1, v2), std::max(v3, v4)) : v1 + v2 + v3 + v4;
+              }
+              acc = p.max_mode ? (first ? v : std::max(acc, v)) : acc + v;
+              first = false;
+            }
+          out[0].data<float>()[((r * p.C + c) * p.OH + ph) * p.OW + pw] =
+              static_cast<float>(p.max_mode ? acc : acc / count);
+        }
+    }
+  }
+}
+
+std::string lower_roi_align(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  RoiAlignParams p = roi_align_params(node);
+  ctx.headers.insert("f32_roi_align.h");
+  ctx.kernel_name = fmt::format("f32_roialign_{}_{}x{}", p.max_mode ? "max" : "avg", p.OH, p.OW);
+  return fmt::format(
+      "  for (int64_t r = 0; r < {R}; ++r)\n"
+      "    f32_roi_align_portable({y} + r * {per_roi}, {x}, {rois} + r * 4, (int64_t){bi}[r], {C}, {H}, {W}, {OH}, "
+      "{OW}, "
+      "{sr}, {ss}, {hp}, {mx});\n",
+      fmt::arg("R", p.R), fmt::arg("y", ctx.out[0]), fmt::arg("per_roi", p.C * p.OH * p.OW), fmt::arg("x", ctx.in[0]),
+      fmt::arg("rois", ctx.in[1]), fmt::arg("bi", ctx.in[2]), fmt::arg("C", p.C), fmt::arg("H", p.H),
+      fmt::arg("W", p.W), fmt::arg("OH", p.OH), fmt::arg("OW", p.OW), fmt::arg("sr", p.sampling_ratio),
+      fmt::arg("ss", c_float(p.spatial_scale)), fmt::arg("hp", p.half_pixel ? 1 : 0),
+      fmt::arg("mx", p.max_mode ? 1 : 0));
 }
 
 // ---- global pools ----
@@ -327,11 +504,13 @@ std::string lower_global_pool(LoweringContext& ctx) {
   int64_t planes = s[0] * s[1], size = num_elements(s) / planes;
   bool is_max = node.op_type == "GlobalMaxPool", is_lp = node.op_type == "GlobalLpPool";
   int64_t p = node.attr_int("p", 2);
-  std::string combine = is_max ? "ingot_maxf(acc, xp[i])" : "acc + xp[i]", final = fmt::format("acc * {}", c_float(1.0 / size));
+  std::string combine = is_max ? "ingot_maxf(acc, xp[i])" : "acc + xp[i]",
+              final = fmt::format("acc * {}", c_float(1.0 / size));
   if (is_max) final = "acc";
   if (is_lp) {
-    combine = p == 1 ? "acc + ingot_absf(xp[i])" : p == 2 ? "acc + xp[i] * xp[i]"
-                                                          : fmt::format("acc + ingot_powf(ingot_absf(xp[i]), {})", c_float(p));
+    combine = p == 1   ? "acc + ingot_absf(xp[i])"
+              : p == 2 ? "acc + xp[i] * xp[i]"
+                       : fmt::format("acc + ingot_powf(ingot_absf(xp[i]), {})", c_float(p));
     final = p == 1 ? "acc" : p == 2 ? "__builtin_sqrtf(acc)" : fmt::format("ingot_powf(acc, {})", c_float(1.0 / p));
   }
   ctx.headers.insert("ingot_kernel_common.h");
@@ -351,11 +530,15 @@ std::string lower_global_pool(LoweringContext& ctx) {
       fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "p") : ""), fmt::arg("y", ctx.out[0]));
 }
 
-// ---- BatchNormalization (inference form) ----
+// ---- BatchNormalization ----
+// Inference form: y = (x - mean) / sqrt(var + eps) * scale + bias per channel.
+// training_mode = 1 normalizes by the batch statistics instead (population
+// variance over N and the spatial dims) and returns the updated running statistics
+// mean * momentum + batch_mean * (1 - momentum), likewise for the variance.
 void infer_batchnorm(Node& node) {
   require_f32(node, 0);
   if (node.inputs.size() < 5) fail("{}: expects 5 inputs", node.describe());
-  if (node.attr_int("training_mode", 0)) fail("{}: training_mode is not supported", node.describe());
+  bool training = node.attr_int("training_mode", 0) != 0;
   const Shape& s = node.inputs[0]->shape;
   if (s.size() < 2) fail("{}: input rank must be >= 2", node.describe());
   for (size_t i = 1; i < 5; ++i) {
@@ -364,47 +547,88 @@ void infer_batchnorm(Node& node) {
       fail("{}: parameter {} has {} elements for {} channels", node.describe(), i, node.inputs[i]->numel(), s[1]);
   }
   set_output(node, 0, DType::F32, s);
-  for (size_t i = 1; i < node.outputs.size(); ++i) fail("{}: training outputs are not supported", node.describe());
+  if (node.outputs.size() > (training ? 3u : 1u))
+    fail("{}: outputs beyond {} are not supported", node.describe(), training ? "running_mean and running_var" : "Y");
+  for (size_t i = 1; i < node.outputs.size(); ++i) set_output(node, i, DType::F32, {s[1]});
 }
 
 void reference_batchnorm(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   const Shape& s = in[0]->shape;
-  float eps = node.attr_float("epsilon", 1e-5f);
-  int64_t C = s[1], inner = num_elements(s) / (s[0] * C);
-  for (int64_t n = 0; n < s[0]; ++n)
-    for (int64_t c = 0; c < C; ++c) {
-      double scale = in[1]->data<float>()[c] / std::sqrt(static_cast<double>(in[4]->data<float>()[c]) + eps);
-      double shift = in[2]->data<float>()[c] - in[3]->data<float>()[c] * scale;
+  double eps = node.attr_float("epsilon", 1e-5f), momentum = node.attr_float("momentum", 0.9f);
+  bool training = node.attr_int("training_mode", 0) != 0;
+  int64_t N = s[0], C = s[1], inner = num_elements(s) / (N * C);
+  const float* x = in[0]->data<float>();
+  auto p = [&](size_t i, int64_t c) { return static_cast<double>(in[i]->data<float>()[c]); };
+  for (int64_t c = 0; c < C; ++c) {
+    double mean = p(3, c), var = p(4, c);
+    if (training) {
+      double sum = 0, sq = 0;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < inner; ++i) sum += x[(n * C + c) * inner + i];
+      mean = sum / (N * inner);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < inner; ++i)
+          sq += (x[(n * C + c) * inner + i] - mean) * (x[(n * C + c) * inner + i] - mean);
+      var = sq / (N * inner);
+      if (out.size() > 1) out[1].data<float>()[c] = static_cast<float>(p(3, c) * momentum + mean * (1 - momentum));
+      if (out.size() > 2) out[2].data<float>()[c] = static_cast<float>(p(4, c) * momentum + var * (1 - momentum));
+    }
+    double scale = p(1, c) / std::sqrt(var + eps), shift = p(2, c) - mean * scale;
+    for (int64_t n = 0; n < N; ++n)
       for (int64_t i = 0; i < inner; ++i) {
         int64_t idx = (n * C + c) * inner + i;
-        out[0].data<float>()[idx] = static_cast<float>(in[0]->data<float>()[idx] * scale + shift);
+        out[0].data<float>()[idx] = static_cast<float>(x[idx] * scale + shift);
       }
-    }
+  }
 }
 
 // Parameters known at compile time fold into a Conv or become Mul + Add (passes);
-// this lowering serves parameters that arrive at run time.
+// this lowering serves parameters that arrive at run time, and training mode.
 std::string lower_batchnorm(LoweringContext& ctx) {
   const Node& node = ctx.node;
   const Shape& s = node.inputs[0]->shape;
-  int64_t C = s[1], inner = num_elements(s) / (s[0] * C);
+  int64_t N = s[0], C = s[1], inner = num_elements(s) / (N * C);
+  bool training = node.attr_int("training_mode", 0) != 0;
+  float momentum = node.attr_float("momentum", 0.9f);
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.epilogue_applied = true;
-  ctx.kernel_name = fmt::format("f32_batchnorm_{}", shape_str(s));
+  ctx.kernel_name = fmt::format("f32_batchnorm{}_{}", training ? "_training" : "", shape_str(s));
+  std::string stats = fmt::format("    const float mean = {}[c], var = {}[c];\n", ctx.in[3], ctx.in[4]);
+  if (training) {
+    stats = fmt::format(
+        "    float mean = 0.0f, var = 0.0f;\n"
+        "    for (int64_t n = 0; n < {N}; ++n)\n"
+        "      for (int64_t i = 0; i < {inner}; ++i) mean += {x}[(n * {C} + c) * {inner} + i];\n"
+        "    mean *= {rn};\n"
+        "    for (int64_t n = 0; n < {N}; ++n)\n"
+        "      for (int64_t i = 0; i < {inner}; ++i) {{ const float d = {x}[(n * {C} + c) * {inner} + i] - mean; var "
+        "+= d * d; }}\n"
+        "    var *= {rn};\n",
+        fmt::arg("N", N), fmt::arg("inner", inner), fmt::arg("x", ctx.in[0]), fmt::arg("C", C),
+        fmt::arg("rn", c_float(1.0 / (N * inner))));
+    if (node.outputs.size() > 1)
+      stats += fmt::format("    {}[c] = {}[c] * {} + mean * {};\n", ctx.out[1], ctx.in[3], c_float(momentum),
+                           c_float(1.0 - momentum));
+    if (node.outputs.size() > 2)
+      stats += fmt::format("    {}[c] = {}[c] * {} + var * {};\n", ctx.out[2], ctx.in[4], c_float(momentum),
+                           c_float(1.0 - momentum));
+  }
   return fmt::format(
-      "  for (int64_t n = 0; n < {N}; ++n)\n"
-      "    for (int64_t c = 0; c < {C}; ++c) {{\n"
-      "      const float sc = {scale}[c] / __builtin_sqrtf({var}[c] + {eps});\n"
-      "      const float sh = {bias}[c] - {mean}[c] * sc;\n"
+      "  for (int64_t c = 0; c < {C}; ++c) {{\n"
+      "{stats}"
+      "    const float sc = {scale}[c] / __builtin_sqrtf(var + {eps});\n"
+      "    const float sh = {bias}[c] - mean * sc;\n"
+      "    for (int64_t n = 0; n < {N}; ++n) {{\n"
       "      const int64_t base = (n * {C} + c) * {inner};\n"
       "      for (int64_t i = 0; i < {inner}; ++i) {{\n"
       "        float v = {x}[base + i] * sc + sh;\n"
       "{ep}"
       "        {y}[base + i] = v;\n"
       "      }}\n"
-      "    }}\n",
-      fmt::arg("N", s[0]), fmt::arg("C", C), fmt::arg("scale", ctx.in[1]), fmt::arg("var", ctx.in[4]),
-      fmt::arg("eps", c_float(node.attr_float("epsilon", 1e-5f))), fmt::arg("bias", ctx.in[2]), fmt::arg("mean", ctx.in[3]),
+      "    }}\n"
+      "  }}\n",
+      fmt::arg("N", N), fmt::arg("C", C), fmt::arg("stats", stats), fmt::arg("scale", ctx.in[1]),
+      fmt::arg("eps", c_float(node.attr_float("epsilon", 1e-5f))), fmt::arg("bias", ctx.in[2]),
       fmt::arg("inner", inner), fmt::arg("x", ctx.in[0]), fmt::arg("y", ctx.out[0]),
       fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "base + i") : ""));
 }
@@ -425,9 +649,12 @@ SoftmaxGeometry softmax_geometry(const Node& node) {
   } else {
     int64_t axis = normalize_axis(node.attr_int("axis", -1), rank, node);
     for (int64_t d = 0; d < rank; ++d) {
-      if (d < axis) g.outer *= s[d];
-      else if (d == axis) g.n = s[d];
-      else g.inner *= s[d];
+      if (d < axis)
+        g.outer *= s[d];
+      else if (d == axis)
+        g.n = s[d];
+      else
+        g.inner *= s[d];
     }
   }
   return g;
@@ -485,13 +712,15 @@ std::string lower_softmax(LoweringContext& ctx) {
         fmt::arg("block", g.n * g.inner), fmt::arg("n", g.n));
   }
   ctx.headers.insert("f32_softmax.h");
-  ctx.kernel_name = fmt::format("f32_{}_{}x{}x{}", node.op_type == "LogSoftmax" ? "logsoftmax" : "softmax", g.outer, g.n, g.inner);
+  ctx.kernel_name =
+      fmt::format("f32_{}_{}x{}x{}", node.op_type == "LogSoftmax" ? "logsoftmax" : "softmax", g.outer, g.n, g.inner);
   return fmt::format(
       "  for (int64_t o = 0; o < {outer}; ++o)\n"
       "    for (int64_t i = 0; i < {inner}; ++i)\n"
       "      f32_softmax_portable({y} + o * {block} + i, {x} + o * {block} + i, {n}, {inner}, {log});\n",
-      fmt::arg("outer", g.outer), fmt::arg("inner", g.inner), fmt::arg("y", ctx.out[0]), fmt::arg("block", g.n * g.inner),
-      fmt::arg("x", ctx.in[0]), fmt::arg("n", g.n), fmt::arg("log", node.op_type == "LogSoftmax" ? 1 : 0));
+      fmt::arg("outer", g.outer), fmt::arg("inner", g.inner), fmt::arg("y", ctx.out[0]),
+      fmt::arg("block", g.n * g.inner), fmt::arg("x", ctx.in[0]), fmt::arg("n", g.n),
+      fmt::arg("log", node.op_type == "LogSoftmax" ? 1 : 0));
 }
 
 // ---- Gelu (the fused form of the erf / tanh subgraphs; ONNX Gelu, opset 20) ----
@@ -507,8 +736,9 @@ double gelu_scalar(const Attrs& attrs, double x, double) {
 
 std::string gelu_c_expr(const Attrs& attrs, const std::string& x, const std::string&) {
   if (gelu_tanh(attrs))
-    return fmt::format("(0.5f * ({x}) * (1.0f + ingot_tanhf(0.797884561f * (({x}) + 0.044715f * ({x}) * ({x}) * ({x})))))",
-                       fmt::arg("x", x));
+    return fmt::format(
+        "(0.5f * ({x}) * (1.0f + ingot_tanhf(0.797884561f * (({x}) + 0.044715f * ({x}) * ({x}) * ({x})))))",
+        fmt::arg("x", x));
   return fmt::format("(0.5f * ({x}) * (1.0f + ingot_erff(({x}) * 0.707106781f)))", fmt::arg("x", x));
 }
 
@@ -543,17 +773,36 @@ void register_nn_ops(std::map<std::string, OpDef>& t) {
   add(t, {.type = "MaxPool", .infer = infer_pool, .reference = reference_pool, .lower = lower_pool});
   add(t, {.type = "AveragePool", .infer = infer_pool, .reference = reference_pool, .lower = lower_pool});
   add(t, {.type = "LpPool", .infer = infer_pool, .reference = reference_pool, .lower = lower_pool});
-  add(t, {.type = "GlobalAveragePool", .infer = infer_global_pool, .reference = reference_global_pool, .lower = lower_global_pool});
-  add(t, {.type = "GlobalMaxPool", .infer = infer_global_pool, .reference = reference_global_pool, .lower = lower_global_pool});
-  add(t, {.type = "GlobalLpPool", .infer = infer_global_pool, .reference = reference_global_pool, .lower = lower_global_pool});
+  add(t, {.type = "MaxUnpool", .infer = infer_maxunpool, .reference = reference_maxunpool, .lower = lower_maxunpool});
+  add(t, {.type = "RoiAlign", .infer = infer_roi_align, .reference = reference_roi_align, .lower = lower_roi_align});
+  add(t, {.type = "GlobalAveragePool",
+          .infer = infer_global_pool,
+          .reference = reference_global_pool,
+          .lower = lower_global_pool});
+  add(t, {.type = "GlobalMaxPool",
+          .infer = infer_global_pool,
+          .reference = reference_global_pool,
+          .lower = lower_global_pool});
+  add(t, {.type = "GlobalLpPool",
+          .infer = infer_global_pool,
+          .reference = reference_global_pool,
+          .lower = lower_global_pool});
   // BatchNormalization with constant parameters lowers through the graph passes:
   // folded into a Conv, or decomposed into a per-channel Mul and Add that fuse.
-  add(t, {.type = "BatchNormalization", .infer = infer_batchnorm, .reference = reference_batchnorm, .lower = lower_batchnorm});
+  add(t, {.type = "BatchNormalization",
+          .infer = infer_batchnorm,
+          .reference = reference_batchnorm,
+          .lower = lower_batchnorm});
   add(t, {.type = "Softmax", .infer = infer_softmax, .reference = reference_softmax, .lower = lower_softmax});
   add(t, {.type = "LogSoftmax", .infer = infer_softmax, .reference = reference_softmax, .lower = lower_softmax});
   add(t, {.type = "Hardmax", .infer = infer_softmax, .reference = reference_softmax, .lower = lower_softmax});
-  add(t, {.type = "Gelu", .infer = infer_gelu, .reference = reference_gelu, .lower = lower_gelu, .elementwise_arity = 1,
-          .scalar = gelu_scalar, .c_expr = gelu_c_expr});
+  add(t, {.type = "Gelu",
+          .infer = infer_gelu,
+          .reference = reference_gelu,
+          .lower = lower_gelu,
+          .elementwise_arity = 1,
+          .scalar = gelu_scalar,
+          .c_expr = gelu_c_expr});
 }
 
 }  // namespace ingot::ops

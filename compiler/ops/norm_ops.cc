@@ -101,7 +101,9 @@ std::string lower_layer_norm(LoweringContext& ctx) {
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_layernorm_{}x{}", g.outer, g.inner);
   std::string scale = fmt::format("{}[{}]", ctx.in[1], broadcast_index_expr(g.inner_shape, node.inputs[1]->shape, "j"));
-  std::string bias = node.input(2) ? fmt::format(" + {}[{}]", ctx.in[2], broadcast_index_expr(g.inner_shape, node.inputs[2]->shape, "j")) : "";
+  std::string bias = node.input(2) ? fmt::format(" + {}[{}]", ctx.in[2],
+                                                 broadcast_index_expr(g.inner_shape, node.inputs[2]->shape, "j"))
+                                   : "";
   std::string stats;
   if (node.outputs.size() > 1) stats += fmt::format("    {}[o] = mean;\n", ctx.out[1]);
   if (node.outputs.size() > 2) stats += fmt::format("    {}[o] = inv;\n", ctx.out[2]);
@@ -125,7 +127,8 @@ std::string lower_layer_norm(LoweringContext& ctx) {
       fmt::arg("outer", g.outer), fmt::arg("x", ctx.in[0]), fmt::arg("inner", g.inner), fmt::arg("y", ctx.out[0]),
       fmt::arg("rn", c_float(1.0 / g.inner)), fmt::arg("eps", c_float(node.attr_float("epsilon", 1e-5f))),
       fmt::arg("scale", scale), fmt::arg("bias", bias),
-      fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", fmt::format("o * {} + j", g.inner)) : ""), fmt::arg("stats", stats));
+      fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", fmt::format("o * {} + j", g.inner)) : ""),
+      fmt::arg("stats", stats));
 }
 
 // ---- InstanceNormalization ----
@@ -152,7 +155,8 @@ void reference_instance_norm(const Node& node, const std::vector<const Tensor*>&
     for (int64_t i = 0; i < size; ++i) var += (xp[i] - mean) * (xp[i] - mean);
     var /= size;
     double sc = in[1]->data<float>()[p % C] / std::sqrt(var + eps), sh = in[2]->data<float>()[p % C];
-    for (int64_t i = 0; i < size; ++i) out[0].data<float>()[p * size + i] = static_cast<float>((xp[i] - mean) * sc + sh);
+    for (int64_t i = 0; i < size; ++i)
+      out[0].data<float>()[p * size + i] = static_cast<float>((xp[i] - mean) * sc + sh);
   }
 }
 
@@ -238,7 +242,9 @@ std::string lower_lrn(LoweringContext& ctx) {
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_lrn{}_{}", p.size, shape_str(s));
-  std::string pw = p.beta == 0.5f ? "__builtin_sqrtf(d)" : p.beta == 1.0f ? "d" : fmt::format("ingot_powf(d, {})", c_float(p.beta));
+  std::string pw = p.beta == 0.5f   ? "__builtin_sqrtf(d)"
+                   : p.beta == 1.0f ? "d"
+                                    : fmt::format("ingot_powf(d, {})", c_float(p.beta));
   return fmt::format(
       "  for (int64_t n = 0; n < {N}; ++n)\n"
       "    for (int64_t c = 0; c < {C}; ++c) {{\n"
@@ -246,7 +252,8 @@ std::string lower_lrn(LoweringContext& ctx) {
       "      const int64_t k1 = c + {hi} > {Cm1} ? {Cm1} : c + {hi};\n"
       "      for (int64_t i = 0; i < {inner}; ++i) {{\n"
       "        float sum = 0.0f;\n"
-      "        for (int64_t k = k0; k <= k1; ++k) {{ const float t = {x}[(n * {C} + k) * {inner} + i]; sum += t * t; }}\n"
+      "        for (int64_t k = k0; k <= k1; ++k) {{ const float t = {x}[(n * {C} + k) * {inner} + i]; sum += t * t; "
+      "}}\n"
       "        const float d = {bias} + {scale} * sum;\n"
       "        const int64_t idx = (n * {C} + c) * {inner} + i;\n"
       "        float v = {x}[idx] / {pw};\n"
@@ -360,8 +367,9 @@ std::string lower_mvn(LoweringContext& ctx) {
       "    }}\n"
       "  }}\n",
       fmt::arg("nk", num_elements(g.kept)), fmt::arg("kexpr", sub_offset_expr(s, g.kept_dims, "k")), fmt::arg("nr", nr),
-      fmt::arg("x", ctx.in[0]), fmt::arg("rexpr", sub_offset_expr(s, g.red_dims, "r")), fmt::arg("rn", c_float(1.0 / nr)),
-      fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "idx") : ""), fmt::arg("y", ctx.out[0]));
+      fmt::arg("x", ctx.in[0]), fmt::arg("rexpr", sub_offset_expr(s, g.red_dims, "r")),
+      fmt::arg("rn", c_float(1.0 / nr)), fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "idx") : ""),
+      fmt::arg("y", ctx.out[0]));
 }
 
 void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }
@@ -369,8 +377,14 @@ void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }
 }  // namespace
 
 void register_norm_ops(std::map<std::string, OpDef>& t) {
-  add(t, {.type = "LayerNormalization", .infer = infer_layer_norm, .reference = reference_layer_norm, .lower = lower_layer_norm});
-  add(t, {.type = "InstanceNormalization", .infer = infer_instance_norm, .reference = reference_instance_norm, .lower = lower_instance_norm});
+  add(t, {.type = "LayerNormalization",
+          .infer = infer_layer_norm,
+          .reference = reference_layer_norm,
+          .lower = lower_layer_norm});
+  add(t, {.type = "InstanceNormalization",
+          .infer = infer_instance_norm,
+          .reference = reference_instance_norm,
+          .lower = lower_instance_norm});
   add(t, {.type = "LRN", .infer = infer_lrn, .reference = reference_lrn, .lower = lower_lrn});
   add(t, {.type = "MeanVarianceNormalization", .infer = infer_mvn, .reference = reference_mvn, .lower = lower_mvn});
   register_conv_transpose_ops(t);

@@ -23,12 +23,12 @@ struct Activation {
 struct RnnGeometry {
   Cell cell = Cell::Rnn;
   int64_t S = 0, B = 0, I = 0, H = 0, D = 1, gates = 1;
-  bool batch_major = false;                    // layout = 1
-  std::string direction;                       // forward, reverse, bidirectional
-  std::vector<std::vector<Activation>> acts;   // per direction: f[, g[, h]]
-  float clip = 0;                              // 0: none
-  bool input_forget = false;                   // LSTM: forget gate = 1 - input gate
-  bool linear_before_reset = false;            // GRU
+  bool batch_major = false;                   // layout = 1
+  std::string direction;                      // forward, reverse, bidirectional
+  std::vector<std::vector<Activation>> acts;  // per direction: f[, g[, h]]
+  float clip = 0;                             // 0: none
+  bool input_forget = false;                  // LSTM: forget gate = 1 - input gate
+  bool linear_before_reset = false;           // GRU
   bool reverse(int64_t d) const { return direction == "reverse" || (direction == "bidirectional" && d == 1); }
 };
 
@@ -86,9 +86,12 @@ RnnGeometry rnn_geometry(const Node& node) {
   g.linear_before_reset = node.attr_int("linear_before_reset", 0) != 0;
   // Activations: f[, g[, h]] per direction, the cell's defaults unless listed.
   std::vector<std::string> names;
-  if (g.cell == Cell::Lstm) names = {"Sigmoid", "Tanh", "Tanh"};
-  else if (g.cell == Cell::Gru) names = {"Sigmoid", "Tanh"};
-  else names = {"Tanh"};
+  if (g.cell == Cell::Lstm)
+    names = {"Sigmoid", "Tanh", "Tanh"};
+  else if (g.cell == Cell::Gru)
+    names = {"Sigmoid", "Tanh"};
+  else
+    names = {"Tanh"};
   size_t per_dir = names.size();
   if (node.has_attr("activations")) {
     names.clear();
@@ -113,11 +116,22 @@ RnnGeometry rnn_geometry(const Node& node) {
     a.name = names[i];
     for (char& ch : a.name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     // Functions with parameters take the next alpha (and beta) from the lists.
-    struct Params { const char* name; int count; float alpha, beta; };
-    static const Params kParams[] = {{"sigmoid", 0, 0, 0},      {"tanh", 0, 0, 0},          {"relu", 0, 0, 0},
-                                     {"softsign", 0, 0, 0},     {"softplus", 0, 0, 0},      {"leakyrelu", 1, 0.01f, 0},
-                                     {"thresholdedrelu", 1, 1.0f, 0}, {"elu", 1, 1.0f, 0}, {"affine", 2, 1.0f, 0.0f},
-                                     {"scaledtanh", 2, 1.0f, 1.0f},   {"hardsigmoid", 2, 0.2f, 0.5f}};
+    struct Params {
+      const char* name;
+      int count;
+      float alpha, beta;
+    };
+    static const Params kParams[] = {{"sigmoid", 0, 0, 0},
+                                     {"tanh", 0, 0, 0},
+                                     {"relu", 0, 0, 0},
+                                     {"softsign", 0, 0, 0},
+                                     {"softplus", 0, 0, 0},
+                                     {"leakyrelu", 1, 0.01f, 0},
+                                     {"thresholdedrelu", 1, 1.0f, 0},
+                                     {"elu", 1, 1.0f, 0},
+                                     {"affine", 2, 1.0f, 0.0f},
+                                     {"scaledtanh", 2, 1.0f, 1.0f},
+                                     {"hardsigmoid", 2, 0.2f, 0.5f}};
     const Params* p = nullptr;
     for (const Params& k : kParams)
       if (a.name == k.name) p = &k;
@@ -176,11 +190,15 @@ std::string activate_c(const Activation& a, const std::string& x) {
 }
 
 // Flat offsets of the layout-dependent tensors.
-int64_t x_offset(const RnnGeometry& g, int64_t t, int64_t b) { return (g.batch_major ? b * g.S + t : t * g.B + b) * g.I; }
+int64_t x_offset(const RnnGeometry& g, int64_t t, int64_t b) {
+  return (g.batch_major ? b * g.S + t : t * g.B + b) * g.I;
+}
 int64_t y_offset(const RnnGeometry& g, int64_t t, int64_t d, int64_t b) {
   return (g.batch_major ? (b * g.S + t) * g.D + d : (t * g.D + d) * g.B + b) * g.H;
 }
-int64_t state_offset(const RnnGeometry& g, int64_t d, int64_t b) { return (g.batch_major ? b * g.D + d : d * g.B + b) * g.H; }
+int64_t state_offset(const RnnGeometry& g, int64_t d, int64_t b) {
+  return (g.batch_major ? b * g.D + d : d * g.B + b) * g.H;
+}
 
 void reference_rnn(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   RnnGeometry g = rnn_geometry(node);
@@ -280,7 +298,10 @@ std::string lower_rnn(LoweringContext& ctx) {
   std::string Wb = in(3), lens = in(4), h0 = in(5), c0 = g.cell == Cell::Lstm ? in(6) : "",
               P = g.cell == Cell::Lstm ? in(7) : "";
   ctx.headers.insert("f32_recurrent.h");
-  ctx.kernel_name = fmt::format("f32_{}_{}_s{}_b{}_i{}_h{}{}", node.op_type == "LSTM" ? "lstm" : node.op_type == "GRU" ? "gru" : "rnn",
+  ctx.kernel_name = fmt::format("f32_{}_{}_s{}_b{}_i{}_h{}{}",
+                                node.op_type == "LSTM"  ? "lstm"
+                                : node.op_type == "GRU" ? "gru"
+                                                        : "rnn",
                                 g.direction, g.S, g.B, g.I, g.H, g.batch_major ? "_bm" : "");
   auto clip = [&](const std::string& v) {
     return g.clip > 0 ? fmt::format("ingot_clip({}, {}, {})", v, c_float(-g.clip), c_float(g.clip)) : v;
@@ -299,28 +320,33 @@ std::string lower_rnn(LoweringContext& ctx) {
     s += fmt::format("  for (int64_t i = 0; i < {}; ++i) {}[i] = 0.0f;\n", node.outputs[0]->numel(), ctx.out[0]);
   for (int64_t d = 0; d < g.D; ++d) {
     const auto& act = g.acts[d];
-    std::string state_off = g.batch_major ? fmt::format("(b * {} + {}) * {}", g.D, d, g.H) : fmt::format("({} * {} + b) * {}", d, g.B, g.H);
-    std::string x_off = g.batch_major ? fmt::format("(b * {} + t) * {}", g.S, g.I) : fmt::format("(t * {} + b) * {}", g.B, g.I);
+    std::string state_off =
+        g.batch_major ? fmt::format("(b * {} + {}) * {}", g.D, d, g.H) : fmt::format("({} * {} + b) * {}", d, g.B, g.H);
+    std::string x_off =
+        g.batch_major ? fmt::format("(b * {} + t) * {}", g.S, g.I) : fmt::format("(t * {} + b) * {}", g.B, g.I);
     std::string y_off = g.batch_major ? fmt::format("((b * {} + t) * {} + {}) * {}", g.S, g.D, d, g.H)
                                       : fmt::format("((t * {} + {}) * {} + b) * {}", g.D, d, g.B, g.H);
     std::string wb = Wb.empty() ? "0.0f" : fmt::format("{}[{} + r]", Wb, d * 2 * G);
     std::string rb = Wb.empty() ? "0.0f" : fmt::format("{}[{} + r]", Wb, d * 2 * G + G);
     // R row r times vector v, plus R's bias: a C expression evaluated inside a loop over r.
     auto rdot = [&](const std::string& v) {
-      return fmt::format("({rb} + f32_dot_portable({R} + ({off} + r) * {H}, {v}, {H}))", fmt::arg("rb", rb), fmt::arg("R", ctx.in[2]),
-                         fmt::arg("off", d * G), fmt::arg("H", g.H), fmt::arg("v", v));
+      return fmt::format("({rb} + f32_dot_portable({R} + ({off} + r) * {H}, {v}, {H}))", fmt::arg("rb", rb),
+                         fmt::arg("R", ctx.in[2]), fmt::arg("off", d * G), fmt::arg("H", g.H), fmt::arg("v", v));
     };
     s += fmt::format("  for (int64_t b = 0; b < {}; ++b) {{\n", g.B);
     s += fmt::format("    for (int64_t j = 0; j < {H}; ++j) {{ h[j] = {h0}; c[j] = {c0}; }}\n", fmt::arg("H", g.H),
                      fmt::arg("h0", h0.empty() ? "0.0f" : fmt::format("{}[{} + j]", h0, state_off)),
                      fmt::arg("c0", c0.empty() ? "0.0f" : fmt::format("{}[{} + j]", c0, state_off)));
-    s += lens.empty() ? fmt::format("    const int64_t len = {};\n", g.S)
-                      : fmt::format("    int64_t len = (int64_t){}[b];\n    len = len < 0 ? 0 : (len > {} ? {} : len);\n", lens, g.S, g.S);
+    s += lens.empty()
+             ? fmt::format("    const int64_t len = {};\n", g.S)
+             : fmt::format("    int64_t len = (int64_t){}[b];\n    len = len < 0 ? 0 : (len > {} ? {} : len);\n", lens,
+                           g.S, g.S);
     s += "    for (int64_t step = 0; step < len; ++step) {\n";
     s += fmt::format("      const int64_t t = {};\n", g.reverse(d) ? "len - 1 - step" : "step");
     s += fmt::format("      const float* x = {} + {};\n", ctx.in[0], x_off);
-    s += fmt::format("      for (int64_t r = 0; r < {G}; ++r) gate[r] = {wb} + f32_dot_portable({W} + ({off} + r) * {I}, x, {I});\n",
-                     fmt::arg("G", G), fmt::arg("wb", wb), fmt::arg("W", ctx.in[1]), fmt::arg("off", d * G), fmt::arg("I", g.I));
+    s += fmt::format(
+        "      for (int64_t r = 0; r < {G}; ++r) gate[r] = {wb} + f32_dot_portable({W} + ({off} + r) * {I}, x, {I});\n",
+        fmt::arg("G", G), fmt::arg("wb", wb), fmt::arg("W", ctx.in[1]), fmt::arg("off", d * G), fmt::arg("I", g.I));
     if (g.cell == Cell::Rnn) {
       s += fmt::format("      for (int64_t r = 0; r < {H}; ++r) hn[r] = {act};\n", fmt::arg("H", g.H),
                        fmt::arg("act", activate_c(act[0], clip("gate[r] + " + rdot("h")))));
@@ -329,18 +355,24 @@ std::string lower_rnn(LoweringContext& ctx) {
       s += fmt::format("      for (int64_t r = 0; r < {H2}; ++r) gate[r] = {act};\n", fmt::arg("H2", 2 * g.H),
                        fmt::arg("act", activate_c(act[0], clip("gate[r] + " + rdot("h")))));
       if (g.linear_before_reset) {
-        s += fmt::format("      for (int64_t r = {H2}; r < {H3}; ++r) gate[r] = {act};\n", fmt::arg("H2", 2 * g.H), fmt::arg("H3", 3 * g.H),
-                         fmt::arg("act", activate_c(act[1], clip(fmt::format("gate[r] + gate[r - {}] * {}", g.H, rdot("h"))))));
+        s += fmt::format(
+            "      for (int64_t r = {H2}; r < {H3}; ++r) gate[r] = {act};\n", fmt::arg("H2", 2 * g.H),
+            fmt::arg("H3", 3 * g.H),
+            fmt::arg("act", activate_c(act[1], clip(fmt::format("gate[r] + gate[r - {}] * {}", g.H, rdot("h"))))));
       } else {
-        s += fmt::format("      for (int64_t j = 0; j < {H}; ++j) rhv[j] = gate[{H} + j] * h[j];\n", fmt::arg("H", g.H));
-        s += fmt::format("      for (int64_t r = {H2}; r < {H3}; ++r) gate[r] = {act};\n", fmt::arg("H2", 2 * g.H), fmt::arg("H3", 3 * g.H),
-                         fmt::arg("act", activate_c(act[1], clip("gate[r] + " + rdot("rhv")))));
+        s +=
+            fmt::format("      for (int64_t j = 0; j < {H}; ++j) rhv[j] = gate[{H} + j] * h[j];\n", fmt::arg("H", g.H));
+        s +=
+            fmt::format("      for (int64_t r = {H2}; r < {H3}; ++r) gate[r] = {act};\n", fmt::arg("H2", 2 * g.H),
+                        fmt::arg("H3", 3 * g.H), fmt::arg("act", activate_c(act[1], clip("gate[r] + " + rdot("rhv")))));
       }
-      s += fmt::format("      for (int64_t j = 0; j < {H}; ++j) hn[j] = (1.0f - gate[j]) * gate[{H2} + j] + gate[j] * h[j];\n",
-                       fmt::arg("H", g.H), fmt::arg("H2", 2 * g.H));
+      s += fmt::format(
+          "      for (int64_t j = 0; j < {H}; ++j) hn[j] = (1.0f - gate[j]) * gate[{H2} + j] + gate[j] * h[j];\n",
+          fmt::arg("H", g.H), fmt::arg("H2", 2 * g.H));
     } else {
       // Rows: i (0), o (H), f (2H), c (3H). Add R h to every row first.
-      s += fmt::format("      for (int64_t r = 0; r < {G}; ++r) gate[r] += {rd};\n", fmt::arg("G", G), fmt::arg("rd", rdot("h")));
+      s += fmt::format("      for (int64_t r = 0; r < {G}; ++r) gate[r] += {rd};\n", fmt::arg("G", G),
+                       fmt::arg("rd", rdot("h")));
       std::string pi = P.empty() ? "" : fmt::format(" + {}[{} + j] * c[j]", P, d * 3 * g.H);
       std::string pf = P.empty() ? "" : fmt::format(" + {}[{} + j] * c[j]", P, d * 3 * g.H + 2 * g.H);
       std::string po = P.empty() ? "" : fmt::format(" + {}[{} + j] * cn", P, d * 3 * g.H + g.H);
@@ -354,16 +386,20 @@ std::string lower_rnn(LoweringContext& ctx) {
           "        c[j] = cn;\n"
           "      }}\n",
           fmt::arg("H", g.H), fmt::arg("ai", activate_c(act[0], clip("gate[j]" + pi))),
-          fmt::arg("af", g.input_forget ? std::string("1.0f - i_") : activate_c(act[0], clip(fmt::format("gate[{} + j]", 2 * g.H) + pf))),
+          fmt::arg("af", g.input_forget ? std::string("1.0f - i_")
+                                        : activate_c(act[0], clip(fmt::format("gate[{} + j]", 2 * g.H) + pf))),
           fmt::arg("ac", activate_c(act[1], clip(fmt::format("gate[{} + j]", 3 * g.H)))),
-          fmt::arg("ao", activate_c(act[0], clip(fmt::format("gate[{} + j]", g.H) + po))), fmt::arg("ah", activate_c(act[2], "cn")));
+          fmt::arg("ao", activate_c(act[0], clip(fmt::format("gate[{} + j]", g.H) + po))),
+          fmt::arg("ah", activate_c(act[2], "cn")));
     }
     s += fmt::format("      for (int64_t j = 0; j < {}; ++j) h[j] = hn[j];\n", g.H);
     if (node.outputs.size() > 0)
       s += fmt::format("      for (int64_t j = 0; j < {}; ++j) {}[{} + j] = h[j];\n", g.H, ctx.out[0], y_off);
     s += "    }\n";
-    if (node.outputs.size() > 1) s += fmt::format("    for (int64_t j = 0; j < {}; ++j) {}[{} + j] = h[j];\n", g.H, ctx.out[1], state_off);
-    if (node.outputs.size() > 2) s += fmt::format("    for (int64_t j = 0; j < {}; ++j) {}[{} + j] = c[j];\n", g.H, ctx.out[2], state_off);
+    if (node.outputs.size() > 1)
+      s += fmt::format("    for (int64_t j = 0; j < {}; ++j) {}[{} + j] = h[j];\n", g.H, ctx.out[1], state_off);
+    if (node.outputs.size() > 2)
+      s += fmt::format("    for (int64_t j = 0; j < {}; ++j) {}[{} + j] = c[j];\n", g.H, ctx.out[2], state_off);
     s += "  }\n";
   }
   return s;

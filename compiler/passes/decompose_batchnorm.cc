@@ -11,8 +11,8 @@ void decompose_batchnorm(Graph& graph) {
   std::vector<Node*> bns;
   for (auto& owned : graph.nodes())
     if (owned->op_type == "BatchNormalization") {
-      // Parameters computed at run time keep the op's own lowering.
-      bool known = owned->inputs.size() >= 5;
+      // Parameters computed at run time, and training mode, keep the op's own lowering.
+      bool known = owned->inputs.size() >= 5 && owned->attr_int("training_mode", 0) == 0;
       for (size_t i = 1; known && i < 5; ++i) known = owned->inputs[i] && owned->inputs[i]->is_constant();
       if (known) bns.push_back(owned.get());
     }

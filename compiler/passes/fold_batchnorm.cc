@@ -12,7 +12,7 @@ void fold_batchnorm(Graph& graph) {
   std::vector<Node*> done;
   for (auto& owned : graph.nodes()) {
     Node* bn = owned.get();
-    if (bn->op_type != "BatchNormalization" || bn->outputs.size() != 1) continue;
+    if (bn->op_type != "BatchNormalization" || bn->outputs.size() != 1 || bn->attr_int("training_mode", 0)) continue;
     Value* x = bn->inputs[0];
     Node* conv = x->producer;
     if (!conv || conv->op_type != "Conv" || !conv->epilogue.empty()) continue;

@@ -85,9 +85,12 @@ bool fuse_layer_norm(Graph& graph, Node* mean) {
   Node* div = nullptr;
   for (Node* u : d_users) {
     double e;
-    if (is_op(u, "Pow") && u->inputs[0] == d && scalar_value(u->inputs[1], &e) && e == 2.0) square = u;
-    else if (is_op(u, "Mul") && u->inputs.size() == 2 && u->inputs[0] == d && u->inputs[1] == d) square = u;
-    else if (is_op(u, "Div") && u->inputs[0] == d) div = u;
+    if (is_op(u, "Pow") && u->inputs[0] == d && scalar_value(u->inputs[1], &e) && e == 2.0)
+      square = u;
+    else if (is_op(u, "Mul") && u->inputs.size() == 2 && u->inputs[0] == d && u->inputs[1] == d)
+      square = u;
+    else if (is_op(u, "Div") && u->inputs[0] == d)
+      div = u;
   }
   if (!square || !div) return false;
   Node* var = sole_user(graph, square->outputs[0]);
@@ -96,7 +99,8 @@ bool fuse_layer_norm(Graph& graph, Node* mean) {
   double eps;
   if (!is_op(add_eps, "Add") || !scalar_value(other_operand(add_eps, var->outputs[0]), &eps)) return false;
   Node* sqrt = sole_user(graph, add_eps->outputs[0]);
-  if (!is_op(sqrt, "Sqrt") || !only_used_by(graph, sqrt->outputs[0], div) || div->inputs[1] != sqrt->outputs[0]) return false;
+  if (!is_op(sqrt, "Sqrt") || !only_used_by(graph, sqrt->outputs[0], div) || div->inputs[1] != sqrt->outputs[0])
+    return false;
   std::vector<Node*> matched{mean, sub, square, var, add_eps, sqrt, div};
   Shape inner(x->shape.begin() + axis, x->shape.end());
   auto fits = [&](const Value* p) {
@@ -150,7 +154,8 @@ bool fuse_gelu(Graph& graph, Node* erf) {
   if (!ok || !x || x->dtype != DType::F32) return false;
   Node* plus_one = sole_user(graph, erf->outputs[0]);
   double one;
-  if (!is_op(plus_one, "Add") || !scalar_value(other_operand(plus_one, erf->outputs[0]), &one) || one != 1.0) return false;
+  if (!is_op(plus_one, "Add") || !scalar_value(other_operand(plus_one, erf->outputs[0]), &one) || one != 1.0)
+    return false;
   Value* p = plus_one->outputs[0];
   Node* mul = sole_user(graph, p);
   if (!is_op(mul, "Mul")) return false;
@@ -161,7 +166,8 @@ bool fuse_gelu(Graph& graph, Node* erf) {
   if (m == x) {
     // (x * (1 + erf)) * 0.5
     Node* halve = sole_user(graph, mul->outputs[0]);
-    if (!is_op(halve, "Mul") || !scalar_value(other_operand(halve, mul->outputs[0]), &half) || half != 0.5) return false;
+    if (!is_op(halve, "Mul") || !scalar_value(other_operand(halve, mul->outputs[0]), &half) || half != 0.5)
+      return false;
     matched.push_back(halve);
     last = halve;
   } else if (m && m->producer && is_op(m->producer, "Mul") && only_used_by(graph, m, mul) &&

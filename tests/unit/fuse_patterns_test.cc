@@ -144,11 +144,16 @@ TEST(SplitWideOpsTest, WideConcatBecomesATree) {
   Tensor want = testing::evaluate_graph(g, tensors).at(g.outputs[0]);
   passes::split_wide_ops(g);
   std::string text = print_graph(g);
-  EXPECT_NE(text.find("  %cat.part:0 : 1x24x2xf32 = Concat(%x0, %x1, %x2, %x3, %x4, %x5, %x6, %x7, %x8, %x9, %x10, %x11) {axis=1}\n"),
-            std::string::npos) << text;
-  EXPECT_NE(text.find("  %cat.part_1:0 : 1x16x2xf32 = Concat(%x12, %x13, %x14, %x15, %x16, %x17, %x18, %x19) {axis=1}\n"),
-            std::string::npos) << text;
-  EXPECT_NE(text.find("  %cat:0 : 1x40x2xf32 = Concat(%cat.part:0, %cat.part_1:0) {axis=1}\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  %cat.part:0 : 1x24x2xf32 = Concat(%x0, %x1, %x2, %x3, %x4, %x5, %x6, %x7, %x8, %x9, %x10, "
+                      "%x11) {axis=1}\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("  %cat.part_1:0 : 1x16x2xf32 = Concat(%x12, %x13, %x14, %x15, %x16, %x17, %x18, %x19) {axis=1}\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  %cat:0 : 1x40x2xf32 = Concat(%cat.part:0, %cat.part_1:0) {axis=1}\n"), std::string::npos)
+      << text;
   std::vector<Tensor> got = testing::compile_and_run(g, tensors);
   EXPECT_TRUE(testing::tensors_near(got.at(0), want, Tolerance::exact()));
 }

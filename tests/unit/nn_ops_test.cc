@@ -10,6 +10,7 @@
 
 #include "compiler/ir/error.h"
 #include "compiler/ops/op_table.h"
+#include "compiler/passes/passes.h"
 #include "tests/unit/test_util.h"
 
 namespace ingot {
@@ -37,7 +38,8 @@ struct OneNode {
       if (t) inputs.push_back(*t);
     }
     for (size_t i = 0; i < ins.size(); ++i)
-      values.push_back(ins[i] ? testing::add_input(g, "in" + std::to_string(i), ins[i]->shape, ins[i]->dtype) : nullptr);
+      values.push_back(ins[i] ? testing::add_input(g, "in" + std::to_string(i), ins[i]->shape, ins[i]->dtype)
+                              : nullptr);
     node = testing::add_op(g, type, values, std::move(attrs), opset, outputs, "op");
     for (Value* v : node->outputs) g.outputs.push_back(v);
     size_t j = 0;
@@ -143,13 +145,26 @@ TEST(NnOpsTest, RecurrentLoweringsMatchReference) {
       {"GRU", "bidirectional", 0, true, true, true, false, {{"linear_before_reset", int64_t{1}}}},
       {"GRU", "reverse", 1, true, true, false, false, {}},
       {"RNN", "forward", 0, true, false, true, false, {}},
-      {"RNN", "bidirectional", 1, false, true, true, false,
+      {"RNN",
+       "bidirectional",
+       1,
+       false,
+       true,
+       true,
+       false,
        {{"activations", std::string("Relu,LeakyRelu")}, {"activation_alpha", F{0.2f}}}},
       {"RNN", "forward", 0, true, false, false, false, {{"activations", std::string("HardSigmoid")}}},
       {"GRU", "forward", 0, true, false, false, false, {{"activations", std::string("Softsign,Softplus")}}},
-      {"LSTM", "forward", 0, true, false, false, false, {{"activations", std::string("Sigmoid,Elu,ScaledTanh")},
-                                                         {"activation_alpha", F{0.5f, 0.8f}},
-                                                         {"activation_beta", F{1.5f}}}},
+      {"LSTM",
+       "forward",
+       0,
+       true,
+       false,
+       false,
+       false,
+       {{"activations", std::string("Sigmoid,Elu,ScaledTanh")},
+        {"activation_alpha", F{0.5f, 0.8f}},
+        {"activation_beta", F{1.5f}}}},
   };
   uint32_t seed = 100;
   for (const RnnCase& c : cases) {
@@ -241,7 +256,9 @@ TEST(NnOpsTest, ConvTransposeLoweringsMatchReference) {
   };
   uint32_t seed = 200;
   for (const Case& c : cases) {
-    OneNode n("ConvTranspose", {random_f32(c.x, seed++), random_f32(c.w, seed++), random_f32({c.w[1] * (c.attrs.count("group") ? 2 : 1)}, seed++)},
+    OneNode n("ConvTranspose",
+              {random_f32(c.x, seed++), random_f32(c.w, seed++),
+               random_f32({c.w[1] * (c.attrs.count("group") ? 2 : 1)}, seed++)},
               c.attrs, 1, 11);
     n.expect_lowering_matches();
   }
@@ -259,11 +276,23 @@ TEST(NnOpsTest, PoolLoweringsMatchReference) {
   std::vector<Case> cases = {
       {"MaxPool", {1, 2, 7, 6}, {{"kernel_shape", I{3, 2}}, {"strides", I{2, 2}}, {"dilations", I{2, 1}}}, 1},
       {"MaxPool", {1, 2, 5, 5}, {{"kernel_shape", I{2, 2}}, {"strides", I{2, 2}}, {"storage_order", int64_t{1}}}, 2},
-      {"MaxPool", {2, 2, 6, 5}, {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}, {"ceil_mode", int64_t{1}}, {"strides", I{2, 2}}}, 2},
+      {"MaxPool",
+       {2, 2, 6, 5},
+       {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}, {"ceil_mode", int64_t{1}}, {"strides", I{2, 2}}},
+       2},
       {"MaxPool", {1, 2, 4, 5, 6}, {{"kernel_shape", I{2, 2, 3}}, {"strides", I{1, 2, 2}}}, 2},
-      {"AveragePool", {1, 2, 4, 5, 6}, {{"kernel_shape", I{2, 2, 3}}, {"pads", I{1, 0, 1, 0, 1, 1}}, {"count_include_pad", int64_t{1}}}, 1},
-      {"AveragePool", {1, 3, 7, 7}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"ceil_mode", int64_t{1}}, {"pads", I{1, 1, 1, 1}},
-                                     {"count_include_pad", int64_t{1}}}, 1},
+      {"AveragePool",
+       {1, 2, 4, 5, 6},
+       {{"kernel_shape", I{2, 2, 3}}, {"pads", I{1, 0, 1, 0, 1, 1}}, {"count_include_pad", int64_t{1}}},
+       1},
+      {"AveragePool",
+       {1, 3, 7, 7},
+       {{"kernel_shape", I{3, 3}},
+        {"strides", I{2, 2}},
+        {"ceil_mode", int64_t{1}},
+        {"pads", I{1, 1, 1, 1}},
+        {"count_include_pad", int64_t{1}}},
+       1},
       {"LpPool", {1, 2, 5, 5}, {{"kernel_shape", I{2, 2}}, {"p", int64_t{2}}}, 1},
       {"LpPool", {1, 2, 6}, {{"kernel_shape", I{3}}, {"p", int64_t{3}}, {"strides", I{2}}}, 1},
   };
@@ -341,6 +370,102 @@ TEST(NnOpsTest, EinsumEquations) {
   expect_values(tr.reference()[0], {}, {5});
   OneNode mv("Einsum", {f32({2, 2}, {1, 2, 3, 4}), f32({2}, {1, -1})}, {{"equation", std::string("ij,j->i")}}, 1, 12);
   expect_values(mv.reference()[0], {2}, {-1, -1});
+}
+
+TEST(NnOpsTest, BatchNormTrainingMaxUnpoolRoiAlign) {
+  // Training mode: channel 0 holds 1, 3 (mean 2, variance 1), channel 1 holds 0, 0.
+  //   y = (x - 2) / sqrt(1 + 1e-6) for channel 0, 0 * ... + bias 5 for channel 1;
+  //   running mean = 10 * 0.5 + 2 * 0.5 = 6, running variance = 4 * 0.5 + 1 * 0.5 = 2.5.
+  OneNode bn("BatchNormalization",
+             {f32({2, 2, 1}, {1, 0, 3, 0}), f32({2}, {1, 1}), f32({2}, {0, 5}), f32({2}, {10, 10}), f32({2}, {4, 4})},
+             {{"training_mode", int64_t{1}}, {"momentum", 0.5f}, {"epsilon", 1e-6f}}, 3, 15);
+  std::vector<Tensor> r = bn.reference();
+  expect_values(r[0], {2, 2, 1}, {-1, 5, 1, 5});
+  expect_values(r[1], {2}, {6, 5});
+  expect_values(r[2], {2}, {2.5f, 2});
+  bn.expect_lowering_matches();
+  OneNode bn2("BatchNormalization",
+              {random_f32({3, 4, 5}, 700), random_f32({4}, 701), random_f32({4}, 702), random_f32({4}, 703),
+               random_f32({4}, 704, 0.1f, 1.0f)},
+              {{"training_mode", int64_t{1}}}, 3, 15);
+  bn2.expect_lowering_matches();
+
+  // MaxUnpool puts each value at its flat index; everything else is 0.
+  OneNode un("MaxUnpool", {f32({1, 1, 1, 2}, {7, 8}), i64({1, 1, 1, 2}, {1, 4})},
+             {{"kernel_shape", I{2, 2}}, {"strides", I{2, 2}}}, 1, 11);
+  expect_values(un.reference()[0], {1, 1, 2, 4}, {0, 7, 0, 0, 8, 0, 0, 0});
+  un.expect_lowering_matches();
+
+  // RoiAlign over a ramp x[h][w] = w: bilinear samples of a linear function average to
+  // the bin centre. ROI x 1..3, one 1x2 output: bins [1, 2] and [2, 3] -> 1.5 and 2.5.
+  Tensor ramp(DType::F32, {1, 1, 4, 5});
+  for (int64_t i = 0; i < 20; ++i) ramp.data<float>()[i] = static_cast<float>(i % 5);
+  OneNode ra("RoiAlign", {ramp, f32({1, 4}, {1, 0, 3, 3}), i64({1}, {0})},
+             {{"output_height", int64_t{1}},
+              {"output_width", int64_t{2}},
+              {"sampling_ratio", int64_t{2}},
+              {"coordinate_transformation_mode", std::string("output_half_pixel")}},
+             1, 16);
+  expect_values(ra.reference()[0], {1, 1, 1, 2}, {1.5f, 2.5f}, 1e-5);
+  ra.expect_lowering_matches();
+  for (const char* mode : {"avg", "max"}) {
+    OneNode n("RoiAlign",
+              {random_f32({2, 3, 8, 9}, 705), f32({3, 4}, {0.5f, 1, 6, 7, 2, 2, 3.5f, 9, -1, -1, 10, 9}),
+               i64({3}, {1, 0, 1})},
+              {{"output_height", int64_t{3}},
+               {"output_width", int64_t{2}},
+               {"mode", std::string(mode)},
+               {"spatial_scale", 0.9f}},
+              1, 16);
+    n.expect_lowering_matches(Tolerance::magnitude(1e-5));
+  }
+}
+
+// Each op with elementwise consumers fused into its epilogue: x * k + relu.
+TEST(NnOpsTest, EpiloguesFuseIntoEveryLowering) {
+  struct Case {
+    const char* op;
+    std::vector<Shape> inputs;
+    ops::Attrs attrs;
+    int opset;
+  };
+  std::vector<Case> cases = {
+      {"MaxPool", {{1, 2, 6, 6}}, {{"kernel_shape", I{2, 2}}, {"strides", I{2, 2}}}, 12},
+      {"AveragePool", {{1, 2, 4, 4, 4}}, {{"kernel_shape", I{2, 2, 2}}}, 12},
+      {"LpPool", {{1, 2, 5, 5}}, {{"kernel_shape", I{2, 2}}}, 12},
+      {"GlobalLpPool", {{1, 2, 5, 5}}, {}, 12},
+      {"LayerNormalization", {{2, 3, 8}, {8}, {8}}, {}, 17},
+      {"InstanceNormalization", {{1, 2, 3, 3}, {2}, {2}}, {}, 13},
+      {"LRN", {{1, 4, 3, 3}}, {{"size", int64_t{3}}}, 13},
+      {"MeanVarianceNormalization", {{2, 2, 3, 3}}, {}, 13},
+      {"BatchNormalization", {{2, 3, 4}, {3}, {3}, {3}, {3}}, {}, 15},
+      {"Gelu", {{2, 5}}, {}, 20},
+      {"Hardmax", {{2, 5}}, {}, 13},
+      {"Einsum", {{2, 3, 4}, {2, 4, 5}}, {{"equation", std::string("bij,bjk->bik")}}, 12},
+      {"ConvTranspose", {{1, 2, 3, 3}, {2, 3, 2, 2}}, {{"strides", I{2, 2}}}, 11},
+  };
+  uint32_t seed = 600;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    Graph g;
+    std::vector<Value*> values;
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      bool positive = std::string(c.op) == "BatchNormalization" && i == 4;
+      inputs.push_back(random_f32(c.inputs[i], seed++, positive ? 0.5f : -1.0f, positive ? 2.0f : 1.0f));
+      values.push_back(testing::add_input(g, "in" + std::to_string(i), c.inputs[i]));
+    }
+    Node* n = testing::add_op(g, c.op, values, c.attrs, c.opset, 1, "op");
+    Node* mul = testing::add_op(g, "Mul", {n->outputs[0], g.add_constant("k", f32({}, {-1.5f}))}, {}, 13, 1, "mul");
+    Node* relu = testing::add_op(g, "Relu", {mul->outputs[0]}, {}, 13, 1, "relu");
+    g.outputs = {relu->outputs[0]};
+    Tensor want = testing::evaluate_graph(g, inputs).at(g.outputs[0]);
+    passes::fuse_epilogues(g);
+    ASSERT_EQ(g.nodes().size(), 1u);
+    EXPECT_EQ(g.nodes()[0]->epilogue.size(), 2u);
+    std::vector<Tensor> got = testing::compile_and_run(g, inputs);
+    EXPECT_TRUE(testing::tensors_near(got.at(0), want, Tolerance::magnitude(2e-5)));
+  }
 }
 
 }  // namespace
