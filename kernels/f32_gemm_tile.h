@@ -121,6 +121,42 @@ INGOT_INLINE void f32_gemm_tile_4x16_portable(float* INGOT_RESTRICT c, int64_t l
         if (j < nr) c[r * ldc + j] = acc[r][j];
 }
 
+/* Microcontroller tile: 16 accumulators fit the FPU's register file, so the tile
+ * keeps them in registers and invoke's stack stays small. */
+INGOT_INLINE void f32_gemm_tile_2x8_portable(float* INGOT_RESTRICT c, int64_t ldc, const float* INGOT_RESTRICT a,
+                                             int64_t lda, int64_t aks, const float* INGOT_RESTRICT b, int64_t ldb,
+                                             int64_t K, int64_t mr, int64_t nr) {
+  /* The first k initializes the accumulators (no zero-fill, which compilers turn
+   * into a memset call that bare-metal code would have to provide). K >= 1. */
+  float acc0[8], acc1[8];
+  {
+    const float a0 = a[0];
+    const float a1 = mr > 1 ? a[lda] : 0.0f;
+    for (int j = 0; j < 8; ++j) {
+      const float bv = j < nr ? b[j] : 0.0f;
+      acc0[j] = a0 * bv;
+      acc1[j] = a1 * bv;
+    }
+  }
+  for (int64_t k = 1; k < K; ++k) {
+    const float* bk = b + k * ldb;
+    const float a0 = a[k * aks];
+    const float a1 = mr > 1 ? a[lda + k * aks] : 0.0f;
+    for (int j = 0; j < 8; ++j) {
+      if (j < nr) {
+        acc0[j] += a0 * bk[j];
+        acc1[j] += a1 * bk[j];
+      }
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    if (j < nr) {
+      c[j] = acc0[j];
+      if (mr > 1) c[ldc + j] = acc1[j];
+    }
+  }
+}
+
 #if defined(__AVX512F__)
 /* Stride-1 convolution tile without im2col: on an input plane padded to width Wp,
  * output pixel n (in padded-width numbering) of tap (ic, kh, kw) reads

@@ -135,7 +135,7 @@ std::string lower_conv(LoweringContext& ctx) {
     // Convolution as GEMM per image: Y[OC, OH*OW] = W[OC, C*KH*KW] * B, where B is the
     // input itself for a pointwise convolution and an im2col panel per column tile
     // otherwise. The epilogue (bias, fused ops) runs on each tile while it is in cache.
-    GemmTile tile = gemm_tile_for(ctx.target_features);
+    GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
     ctx.headers.insert("f32_gemm_tile.h");
     int64_t K = g.C * g.KH * g.KW;
     GemmLoops loops;

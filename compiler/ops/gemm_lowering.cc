@@ -4,7 +4,8 @@
 
 namespace ingot::ops {
 
-GemmTile gemm_tile_for(uint32_t features) {
+GemmTile gemm_tile_for(uint32_t features, uint32_t arch) {
+  if (arch == INGOT_ARCH_ARM_CORTEX_M) return {"f32_gemm_tile_2x8_portable", 2, 8};
   if (features & INGOT_FEATURE_AVX512F) return {"f32_gemm_tile_8x48_avx512", 8, 48};
   if ((features & INGOT_FEATURE_AVX2) && (features & INGOT_FEATURE_FMA)) return {"f32_gemm_tile_4x24_avx2", 4, 24};
   return {"f32_gemm_tile_4x16_portable", 4, 16};

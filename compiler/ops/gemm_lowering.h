@@ -16,8 +16,9 @@ struct GemmTile {
   int64_t mr, nr;
 };
 
-// The widest register tile the target's ISA supports.
-GemmTile gemm_tile_for(uint32_t target_features);
+// The widest register tile the target's ISA supports; microcontrollers get a small
+// tile whose accumulators fit their register file and keep invoke's stack small.
+GemmTile gemm_tile_for(uint32_t target_features, uint32_t target_arch = 0);
 
 struct GemmLoops {
   std::string c{}, a{}, b{};      // C expressions (pointers) for this GEMM

@@ -82,7 +82,7 @@ std::string lower_gemm(LoweringContext& ctx) {
   if (!g.trans_b) {
     // B rows are contiguous (constant weights are packed to [K, N] at compile time):
     // register tiles with the epilogue applied per tile.
-    GemmTile tile = gemm_tile_for(ctx.target_features);
+    GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
     ctx.headers.insert("f32_gemm_tile.h");
     GemmLoops loops;
     loops.c = ctx.out[0];
@@ -217,7 +217,7 @@ void reference_matmul(const Node& node, const std::vector<const Tensor*>& in, st
 std::string lower_matmul(LoweringContext& ctx) {
   const Node& node = ctx.node;
   MatMulGeometry g = matmul_geometry(node);
-  GemmTile tile = gemm_tile_for(ctx.target_features);
+  GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
   ctx.headers.insert("f32_gemm_tile.h");
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_matmul_{}x{}x{}x{}_{}", num_elements(g.batch), g.M, g.K, g.N,
