@@ -16,39 +16,44 @@ INGOT_INLINE float ingot_absf(float x) { return x < 0.0f ? -x : x; }
 INGOT_INLINE float ingot_maxf(float a, float b) { return a > b ? a : b; }
 
 /* exp(x) = 2^k * exp(r), r = x - k*ln2 in [-ln2/2, ln2/2]; degree-6 polynomial for
- * exp(r) (relative error ~2e-7 on the range); 2^k built in the exponent bits. */
+ * exp(r) (relative error ~2e-7 on the range); 2^k built in the exponent bits, split in
+ * two factors so results down to the denormals stay exact enough.
+ * Straight-line code (clamps and selects, no early returns) so loops that call it
+ * vectorize: softmax, sigmoid, GELU epilogues. */
 INGOT_INLINE float ingot_expf(float x) {
-  if (x != x) return x;
-  if (x > 88.7228317f) return 1.0f / 0.0f; /* largest float whose exp is finite */
-  if (x < -103.9f) return 0.0f;
+  const float hi_limit = 88.7228317f; /* largest float whose exp is finite */
+  const float lo_limit = -103.9f;     /* below this exp rounds to 0 */
+  float xc = x > hi_limit ? hi_limit : x;
+  xc = xc < lo_limit ? lo_limit : xc;
   const float ln2_hi = 0.693145752f, ln2_lo = 1.42860677e-6f;
-  float kf = x * 1.44269504f;
-  kf = kf >= 0.0f ? (float)(int32_t)(kf + 0.5f) : (float)(int32_t)(kf - 0.5f);
-  float r = (x - kf * ln2_hi) - kf * ln2_lo;
-  float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666418f + r * (0.00833345205f + r * 0.00138888834f)))));
-  int32_t k = (int32_t)kf;
-  /* Split the scale in two so k down to -150 (denormal results) stays exact enough. */
-  int32_t k1 = k / 2, k2 = k - k1;
+  /* Round to nearest with the 1.5 * 2^23 trick (valid for |kf| < 2^22). */
+  const float kf = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;
+  const float r = (xc - kf * ln2_hi) - kf * ln2_lo;
+  const float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416666418f + r * (0.00833345205f + r * 0.00138888834f)))));
+  const int32_t k = (int32_t)kf;
+  const int32_t k1 = k >> 1, k2 = k - k1;
   union { uint32_t u; float f; } s1, s2;
   s1.u = (uint32_t)(k1 + 127) << 23;
   s2.u = (uint32_t)(k2 + 127) << 23;
-  return p * s1.f * s2.f;
+  float y = p * s1.f * s2.f;
+  y = x > hi_limit ? 1.0f / 0.0f : y;
+  y = x < lo_limit ? 0.0f : y;
+  return x != x ? x : y;
 }
 
 INGOT_INLINE float ingot_sigmoidf(float x) { return 1.0f / (1.0f + ingot_expf(-x)); }
 
+/* tanh: odd series for |x| < 0.55 (relative accuracy near 0), 1 - 2/(exp(2|x|)+1)
+ * above; both computed and selected, so it vectorizes. */
 INGOT_INLINE float ingot_tanhf(float x) {
-  float ax = ingot_absf(x);
-  if (ax < 0.0004f) return x;
-  if (ax > 9.0f) return x > 0.0f ? 1.0f : -1.0f;
-  /* tanh(x) = 1 - 2 / (exp(2x) + 1); for small |x| use expm1-like form via the series
-   * tail to keep relative accuracy. */
-  if (ax < 0.55f) {
-    float x2 = x * x;
-    return x * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * (0.0218694885f + x2 * -0.00886323552f)))));
-  }
-  float e = ingot_expf(2.0f * x);
-  return 1.0f - 2.0f / (e + 1.0f);
+  const float ax = ingot_absf(x);
+  const float x2 = x * x;
+  const float series = x * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * (-0.0539682540f + x2 * (0.0218694885f + x2 * -0.00886323552f)))));
+  const float e = ingot_expf(2.0f * (ax > 9.0f ? 9.0f : ax));
+  float big = 1.0f - 2.0f / (e + 1.0f);
+  big = ax > 9.0f ? 1.0f : big;
+  big = x < 0.0f ? -big : big;
+  return ax < 0.55f ? series : big;
 }
 
 /* ln(x): x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log(m) = 2 atanh((m-1)/(m+1)). */
@@ -85,24 +90,22 @@ INGOT_INLINE float ingot_powf(float a, float b) {
   return ingot_expf(b * ingot_logf(a));
 }
 
-/* erf via Abramowitz-Stegun 7.1.26-style rational form refined: max abs error ~1.5e-7
- * using the W. J. Cody style split at |x| = 0.5 is overkill here; this uses the
- * series for small |x| and 1 - erfc(x) with a continued-fraction-free fit elsewhere. */
+/* erf: Maclaurin series for |x| < 0.84375 (~1e-7); above, erfc(|x|) =
+ * t * exp(-x^2 + P(t)), t = 1/(1 + |x|/2) (Numerical Recipes' erfcc fit, 1.2e-7
+ * relative). Both are computed and selected so GELU epilogues vectorize. */
 INGOT_INLINE float ingot_erff(float x) {
-  float ax = ingot_absf(x);
-  if (ax < 0.84375f) {
-    float x2 = x * x;
-    /* Maclaurin series, 9 terms: accurate to ~1e-7 for |x| < 0.85. */
-    float p = 1.0f + x2 * (-0.333333333f + x2 * (0.1f + x2 * (-0.0238095238f + x2 * (0.00462962963f + x2 * (-0.000757575758f + x2 * (0.000106837607f + x2 * (-1.30671296e-5f + x2 * 1.40010e-6f)))))));
-    return 1.12837917f * x * p;
-  }
-  if (ax >= 6.0f) return x > 0.0f ? 1.0f : -1.0f;
-  /* erfc(ax) = t * exp(-ax^2 + P(t)), t = 1/(1+0.5 ax) (Numerical Recipes erfcc; 1.2e-7 rel). */
-  float t = 1.0f / (1.0f + 0.5f * ax);
-  float poly = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));
-  float erfc = t * ingot_expf(-ax * ax + poly);
-  float r = 1.0f - erfc;
-  return x > 0.0f ? r : -r;
+  const float ax = ingot_absf(x);
+  const float x2 = x * x;
+  const float p = 1.0f + x2 * (-0.333333333f + x2 * (0.1f + x2 * (-0.0238095238f + x2 * (0.00462962963f + x2 * (-0.000757575758f + x2 * (0.000106837607f + x2 * (-1.30671296e-5f + x2 * 1.40010e-6f)))))));
+  const float small = 1.12837917f * x * p;
+  const float axc = ax > 6.0f ? 6.0f : ax;
+  const float t = 1.0f / (1.0f + 0.5f * axc);
+  const float poly = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));
+  float big = 1.0f - t * ingot_expf(-axc * axc + poly);
+  big = ax >= 6.0f ? 1.0f : big;
+  big = x < 0.0f ? -big : big;
+  const float r = ax < 0.84375f ? small : big;
+  return x != x ? x : r;
 }
 
 INGOT_INLINE float ingot_hardswish(float x) { return x * ingot_clip(x * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f); }

@@ -105,11 +105,13 @@ std::string lower_gemm(LoweringContext& ctx) {
     loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
       std::string tile_bias;
       if (node.input(2)) {
-        std::string idx = broadcast_index_expr({g.M, g.N}, node.inputs[2]->shape, fmt::format("m * {} + n", g.N));
+        const Shape& cs = node.inputs[2]->shape;
+        bool row_bias = !cs.empty() && cs.back() == g.N && num_elements(cs) == g.N && g.N > 1;
+        std::string idx = row_bias ? "n" : broadcast_index_expr({g.M, g.N}, cs, fmt::format("m * {} + n", g.N));
         tile_bias = g.beta == 1.0f ? fmt::format(" + {}[{}]", ctx.in[2], idx)
                                    : fmt::format(" + {} * {}[{}]", c_float(g.beta), ctx.in[2], idx);
       }
-      std::string ep = ctx.epilogue ? ctx.epilogue("v", fmt::format("m * {} + n", g.N)) : "";
+      std::string ep = ctx.epilogue ? ctx.epilogue_at("v", fmt::format("m * {} + n", g.N), "n") : "";
       if (tile_bias.empty() && ep.empty() && g.alpha == 1.0f) return std::string();
       return fmt::format(
           "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
@@ -214,9 +216,20 @@ void reference_matmul(const Node& node, const std::vector<const Tensor*>& in, st
   }
 }
 
+// When B has no batch and A is not broadcast, the batch folds into M: one GEMM with
+// batch*M rows (a transformer's [seq, 1, d] x [d, 3d] projection is one 64-row GEMM,
+// not 64 one-row ones).
+MatMulGeometry fold_matmul_batch(MatMulGeometry g) {
+  if (num_elements(g.batch_b) == 1 && num_elements(g.batch_a) == num_elements(g.batch) && num_elements(g.batch) > 1) {
+    g.M *= num_elements(g.batch);
+    g.batch = g.batch_a = g.batch_b = {};
+  }
+  return g;
+}
+
 std::string lower_matmul(LoweringContext& ctx) {
   const Node& node = ctx.node;
-  MatMulGeometry g = matmul_geometry(node);
+  MatMulGeometry g = fold_matmul_batch(matmul_geometry(node));
   GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
   ctx.headers.insert("f32_gemm_tile.h");
   ctx.epilogue_applied = true;
@@ -242,7 +255,8 @@ std::string lower_matmul(LoweringContext& ctx) {
           "        }}\n"
           "      }}\n",
           fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("N", g.N), fmt::arg("n0", n0), fmt::arg("nr", nr),
-          fmt::arg("ep", ctx.epilogue("v", fmt::format("bi * {} + ({} + r) * {} + {} + j", g.M * g.N, m0, g.N, n0))));
+          fmt::arg("ep", ctx.epilogue_at("v", fmt::format("bi * {} + ({} + r) * {} + {} + j", g.M * g.N, m0, g.N, n0),
+                                         fmt::format("({} + j)", n0))));
     };
   }
   return fmt::format(
@@ -269,7 +283,7 @@ uint64_t gemm_scratch_bytes(const Node& node) {
 }
 
 uint64_t matmul_scratch_bytes(const Node& node) {
-  MatMulGeometry g = matmul_geometry(node);
+  MatMulGeometry g = fold_matmul_batch(matmul_geometry(node));
   if (g.M < kPackMinRows) return 0;
   return static_cast<uint64_t>(g.K) * kWidestTile * sizeof(float);
 }

@@ -24,6 +24,10 @@ struct LoweringContext {
   // Statements that apply the fused epilogue to the float variable `var` holding the
   // output element at flat index `flat_index` (an expression). Empty when none.
   std::function<std::string(const std::string& var, const std::string& flat_index)> epilogue{};
+  // The same, for lowerings that also know the coordinate along the output's last
+  // dimension (`col`); lets bias-like operands be indexed without a modulo.
+  std::function<std::string(const std::string& var, const std::string& flat_index, const std::string& col)>
+      epilogue_at{};
   bool has_epilogue = false;
   // Set by a lowering that applied `epilogue` itself; otherwise codegen appends a
   // sweep that applies it to output 0 after the body.

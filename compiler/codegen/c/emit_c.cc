@@ -53,19 +53,30 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
   if (!node.epilogue.empty()) {
     const Shape& out_shape = node.outputs[0]->shape;
     ctx.has_epilogue = true;
-    ctx.epilogue = [&node, operands, out_shape](const std::string& var, const std::string& flat) {
+    // An operand that varies only along the output's last dimension (a bias row) is
+    // indexed by that coordinate when the lowering knows it: `col % N` of a flat index
+    // would keep the compiler from vectorizing the epilogue loop.
+    auto emit = [&node, operands, out_shape](const std::string& var, const std::string& flat, const std::string& col) {
       std::string s;
       for (size_t k = 0; k < node.epilogue.size(); ++k) {
         const EpilogueOp& e = node.epilogue[k];
         const ops::OpDef* d = ops::find_op(e.op_type);
         std::string other;
-        if (e.operand) other = fmt::format("{}[{}]", operands[k], ops::broadcast_index_expr(out_shape, e.operand->shape, flat));
+        if (e.operand) {
+          const Shape& os = e.operand->shape;
+          bool last_dim_only = !col.empty() && !os.empty() && !out_shape.empty() && os.back() == out_shape.back() &&
+                               os.back() > 1 && num_elements(os) == os.back();
+          std::string index = last_dim_only ? col : ops::broadcast_index_expr(out_shape, os, flat);
+          other = fmt::format("{}[{}]", operands[k], index);
+        }
         std::string a = e.anchor_is_lhs || !e.operand ? var : other;
         std::string bb = e.anchor_is_lhs ? other : var;
         s += fmt::format("    {} = {};\n", var, d->c_expr(e.attrs, a, bb));
       }
       return s;
     };
+    ctx.epilogue = [emit](const std::string& var, const std::string& flat) { return emit(var, flat, ""); };
+    ctx.epilogue_at = emit;
   }
   std::string body = def->lower(ctx);
   if (ctx.has_epilogue && !ctx.epilogue_applied) {
