@@ -96,7 +96,59 @@ INGOT_INLINE void f32_dwconv2d_shifted_plane(float* INGOT_RESTRICT yp, const flo
     for (int64_t kw = 0; kw < KW; ++kw) {
       const float wv = w[kh * KW + kw];
       const float* INGOT_RESTRICT src = xp + kh * DH * Wp + kw * DW;
+#pragma GCC ivdep
       for (int64_t i = 0; i < n; ++i) yp[i] += wv * src[i];
+    }
+  }
+}
+
+/* Copies an H x W plane into the interior of a Hp x Wp plane at (PH, PW); the border
+ * is left as it is (zeroed once by the caller, it stays zero across channels). */
+INGOT_INLINE void f32_copy_plane_interior(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, int64_t H,
+                                          int64_t W, int64_t Wp, int64_t PH, int64_t PW) {
+  for (int64_t h = 0; h < H; ++h) {
+    float* INGOT_RESTRICT d = dst + (h + PH) * Wp + PW;
+    const float* INGOT_RESTRICT s = src + h * W;
+    for (int64_t w = 0; w < W; ++w) d[w] = s[w];
+  }
+}
+
+/* Column stride 2 without gathers: the padded plane is split by column parity into
+ * |xe| (even columns) and |xo| (odd columns), each Hp x Wq. Output column ow of tap
+ * kw reads padded column 2*ow + kw*DW, i.e. column ow + (kw*DW)/2 of the plane with
+ * that parity, so every tap is a contiguous row multiply-add. The split writes only
+ * the interior; borders stay zero from the caller's one-time clear. */
+INGOT_INLINE void f32_split_plane_by_column_parity(float* INGOT_RESTRICT xe, float* INGOT_RESTRICT xo,
+                                                   const float* INGOT_RESTRICT src, int64_t H, int64_t W,
+                                                   int64_t Wq, int64_t PH, int64_t PW) {
+  for (int64_t h = 0; h < H; ++h) {
+    const float* INGOT_RESTRICT s = src + h * W;
+    float* INGOT_RESTRICT re = xe + (h + PH) * Wq;
+    float* INGOT_RESTRICT ro = xo + (h + PH) * Wq;
+    for (int64_t w = 0; w < W; ++w) {
+      const int64_t pw = w + PW;
+      if (pw & 1) ro[pw >> 1] = s[w];
+      else re[pw >> 1] = s[w];
+    }
+  }
+}
+
+INGOT_INLINE void f32_dwconv2d_stride2_rows(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT xe,
+                                            const float* INGOT_RESTRICT xo, const float* INGOT_RESTRICT w,
+                                            int64_t OH, int64_t OW, int64_t Wq, int64_t KH, int64_t KW, int64_t SH,
+                                            int64_t DH, int64_t DW) {
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    float* INGOT_RESTRICT yr = y + oh * OW;
+    for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = 0.0f;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      const int64_t row = oh * SH + kh * DH;
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        const int64_t col = kw * DW;
+        const float* INGOT_RESTRICT src = ((col & 1) ? xo : xe) + row * Wq + (col >> 1);
+        const float wv = w[kh * KW + kw];
+#pragma GCC ivdep
+        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] += wv * src[ow];
+      }
     }
   }
 }

@@ -196,9 +196,10 @@ std::string lower_conv(LoweringContext& ctx) {
     return fmt::format(
         "  float* xp = {scratch};\n"
         "  float* yp = {scratch} + {padded};\n"
+        "  for (int64_t i = 0; i < {padded}; ++i) xp[i] = 0.0f;\n"
         "  for (int64_t n = 0; n < {N}; ++n)\n"
         "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
-        "      f32_pad_planes(xp, {x} + (n * {C} + oc) * {HW}, 1, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, {tail});\n"
+        "      f32_copy_plane_interior(xp, {x} + (n * {C} + oc) * {HW}, {H}, {W}, {Wp}, {PH}, {PW});\n"
         "      f32_dwconv2d_shifted_plane(yp, xp, {w} + oc * {KK}, {OH}, {Wp}, {KH}, {KW}, {DH}, {DW});\n"
         "      float* plane = {y} + (n * {OC} + oc) * {OHW};\n"
         "      for (int64_t oh = 0; oh < {OH}; ++oh)\n"
@@ -210,11 +211,41 @@ std::string lower_conv(LoweringContext& ctx) {
         "    }}\n",
         fmt::arg("scratch", ctx.scratch), fmt::arg("padded", padded), fmt::arg("N", g.N), fmt::arg("OC", c.OC),
         fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C), fmt::arg("HW", g.H * g.W), fmt::arg("H", g.H), fmt::arg("W", g.W),
-        fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("tail", tail),
+        fmt::arg("Wp", Wp), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW),
         fmt::arg("w", ctx.in[1]), fmt::arg("KK", g.KH * g.KW), fmt::arg("OH", g.OH), fmt::arg("KH", g.KH),
         fmt::arg("KW", g.KW), fmt::arg("DH", g.DH), fmt::arg("DW", g.DW), fmt::arg("y", ctx.out[0]),
         fmt::arg("OHW", HW), fmt::arg("OW", g.OW), fmt::arg("bias", bias),
         fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
+  }
+  if (c.ICG == 1 && c.OCG == 1 && g.SW == 2 && !ctx.scratch.empty()) {
+    // Column stride 2: split each padded plane by column parity once, then every tap
+    // is a contiguous row multiply-add (no gathers); rows are picked by index.
+    int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+    int64_t Wq = (Wp + 1) / 2 + ((g.KW - 1) * g.DW) / 2 + 1;
+    int64_t plane = (Hp * Wq + 15) / 16 * 16;
+    ctx.headers.insert("f32_dwconv2d.h");
+    ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s2_polyphase_{}", g.KH, g.KW, shape_str(node.outputs[0]->shape));
+    return fmt::format(
+        "  float* xe = {scratch};\n"
+        "  float* xo = {scratch} + {plane};\n"
+        "  for (int64_t i = 0; i < 2 * {plane}; ++i) xe[i] = 0.0f;\n"
+        "  for (int64_t n = 0; n < {N}; ++n)\n"
+        "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
+        "      float* plane_out = {y} + (n * {OC} + oc) * {OHW};\n"
+        "      f32_split_plane_by_column_parity(xe, xo, {x} + (n * {C} + oc) * {HW}, {H}, {W}, {Wq}, {PH}, {PW});\n"
+        "      f32_dwconv2d_stride2_rows(plane_out, xe, xo, {w} + oc * {KK}, {OH}, {OW}, {Wq}, {KH}, {KW}, {SH}, {DH}, {DW});\n"
+        "      for (int64_t j = 0; j < {OHW}; ++j) {{\n"
+        "        float v = plane_out[j]{bias};\n"
+        "{ep}"
+        "        plane_out[j] = v;\n"
+        "      }}\n"
+        "    }}\n",
+        fmt::arg("scratch", ctx.scratch), fmt::arg("plane", plane), fmt::arg("N", g.N), fmt::arg("OC", c.OC),
+        fmt::arg("y", ctx.out[0]), fmt::arg("OHW", HW), fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C),
+        fmt::arg("HW", g.H * g.W), fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Wq", Wq), fmt::arg("PH", g.PH),
+        fmt::arg("PW", g.PW), fmt::arg("w", ctx.in[1]), fmt::arg("KK", g.KH * g.KW), fmt::arg("OH", g.OH),
+        fmt::arg("OW", g.OW), fmt::arg("KH", g.KH), fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("DH", g.DH),
+        fmt::arg("DW", g.DW), fmt::arg("bias", bias), fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + j", c.OC, HW))));
   }
   if (c.ICG == 1 && c.OCG == 1) {
     // Depthwise: one plane per channel, vectorized over output columns; the
@@ -275,6 +306,12 @@ uint64_t conv_scratch_bytes(const Node& node) {
   const Window& g = c.win;
   bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
                    g.PW_END == 0;
+  if (c.ICG == 1 && c.OCG == 1 && g.SW == 2) {
+    // Depthwise, column stride 2: the padded plane split into two column-parity planes.
+    int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+    int64_t Wq = (Wp + 1) / 2 + ((g.KW - 1) * g.DW) / 2 + 1;
+    return static_cast<uint64_t>(2 * ((Hp * Wq + 15) / 16 * 16)) * sizeof(float);
+  }
   if (c.ICG == 1 && c.OCG == 1 && g.SH == 1 && g.SW == 1) {
     // Depthwise, stride 1: one padded plane (+ tail) and one padded-width output plane.
     int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
