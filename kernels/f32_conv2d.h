@@ -11,24 +11,24 @@
  * (zero outside the input). |x| points at the group's first input channel; |w| at the
  * output channel's ICG*KH*KW weights. */
 INGOT_INLINE void f32_conv2d_row_portable(float* INGOT_RESTRICT y_row, const float* INGOT_RESTRICT x,
-                                          const float* INGOT_RESTRICT w, int64_t oh, int64_t ICG, int64_t H,
-                                          int64_t W, int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
-                                          int64_t PH, int64_t PW, int64_t DH, int64_t DW) {
-  for (int64_t ow = 0; ow < OW; ++ow) y_row[ow] = 0.0f;
-  for (int64_t kh = 0; kh < KH; ++kh) {
-    const int64_t ih = oh * SH - PH + kh * DH;
+                                          const float* INGOT_RESTRICT w, ingot_index_t oh, ingot_index_t ICG, ingot_index_t H,
+                                          ingot_index_t W, ingot_index_t OW, ingot_index_t KH, ingot_index_t KW, ingot_index_t SH, ingot_index_t SW,
+                                          ingot_index_t PH, ingot_index_t PW, ingot_index_t DH, ingot_index_t DW) {
+  for (ingot_index_t ow = 0; ow < OW; ++ow) y_row[ow] = 0.0f;
+  for (ingot_index_t kh = 0; kh < KH; ++kh) {
+    const ingot_index_t ih = oh * SH - PH + kh * DH;
     if (ih < 0 || ih >= H) continue;
-    for (int64_t kw = 0; kw < KW; ++kw) {
+    for (ingot_index_t kw = 0; kw < KW; ++kw) {
       /* Columns ow with 0 <= ow*SW - PW + kw*DW < W. */
-      const int64_t shift = kw * DW - PW;
-      int64_t lo = shift >= 0 ? 0 : (-shift + SW - 1) / SW;
-      int64_t hi = (W - 1 - shift) >= 0 ? (W - 1 - shift) / SW + 1 : 0;
+      const ingot_index_t shift = kw * DW - PW;
+      ingot_index_t lo = shift >= 0 ? 0 : (-shift + SW - 1) / SW;
+      ingot_index_t hi = (W - 1 - shift) >= 0 ? (W - 1 - shift) / SW + 1 : 0;
       if (hi > OW) hi = OW;
       if (lo >= hi) continue;
-      for (int64_t ic = 0; ic < ICG; ++ic) {
+      for (ingot_index_t ic = 0; ic < ICG; ++ic) {
         const float wv = w[(ic * KH + kh) * KW + kw];
         const float* INGOT_RESTRICT x_row = x + (ic * H + ih) * W + shift;
-        for (int64_t ow = lo; ow < hi; ++ow) y_row[ow] += wv * x_row[ow * SW];
+        for (ingot_index_t ow = lo; ow < hi; ++ow) y_row[ow] += wv * x_row[ow * SW];
       }
     }
   }

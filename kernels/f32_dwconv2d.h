@@ -13,7 +13,7 @@
 #include <immintrin.h>
 
 /* Lanes l in [lo, hi) set (clamped to 0..16). */
-INGOT_INLINE __mmask16 f32_dwconv_lane_mask(int64_t lo, int64_t hi) {
+INGOT_INLINE __mmask16 f32_dwconv_lane_mask(ingot_index_t lo, ingot_index_t hi) {
   if (lo < 0) lo = 0;
   if (hi > 16) hi = 16;
   if (hi <= lo) return 0;
@@ -23,28 +23,28 @@ INGOT_INLINE __mmask16 f32_dwconv_lane_mask(int64_t lo, int64_t hi) {
 }
 
 INGOT_INLINE void f32_dwconv2d_plane_avx512(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x,
-                                            const float* INGOT_RESTRICT w, int64_t H, int64_t W, int64_t OH,
-                                            int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW, int64_t PH,
-                                            int64_t PW, int64_t DH, int64_t DW) {
+                                            const float* INGOT_RESTRICT w, ingot_index_t H, ingot_index_t W, ingot_index_t OH,
+                                            ingot_index_t OW, ingot_index_t KH, ingot_index_t KW, ingot_index_t SH, ingot_index_t SW, ingot_index_t PH,
+                                            ingot_index_t PW, ingot_index_t DH, ingot_index_t DW) {
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  for (int64_t oh = 0; oh < OH; ++oh) {
-    for (int64_t ow0 = 0; ow0 < OW; ow0 += 16) {
+  for (ingot_index_t oh = 0; oh < OH; ++oh) {
+    for (ingot_index_t ow0 = 0; ow0 < OW; ow0 += 16) {
       const __mmask16 out_mask = f32_dwconv_lane_mask(0, OW - ow0);
       __m512 acc = _mm512_setzero_ps();
-      for (int64_t kh = 0; kh < KH; ++kh) {
-        const int64_t ih = oh * SH - PH + kh * DH;
+      for (ingot_index_t kh = 0; kh < KH; ++kh) {
+        const ingot_index_t ih = oh * SH - PH + kh * DH;
         if (ih < 0 || ih >= H) continue;
         const float* xr = x + ih * W;
-        for (int64_t kw = 0; kw < KW; ++kw) {
+        for (ingot_index_t kw = 0; kw < KW; ++kw) {
           /* Input column of lane l: (ow0 + l) * SW + kw * DW - PW, valid in [0, W). */
-          const int64_t first = ow0 * SW + kw * DW - PW;
+          const ingot_index_t first = ow0 * SW + kw * DW - PW;
           __m512 v;
           if (SW == 1) {
             const __mmask16 m = out_mask & f32_dwconv_lane_mask(-first, W - first);
             v = _mm512_maskz_loadu_ps(m, xr + first);
           } else {
-            const int64_t lo = first >= 0 ? 0 : (-first + SW - 1) / SW;
-            const int64_t hi = W - first > 0 ? (W - first + SW - 1) / SW : 0;
+            const ingot_index_t lo = first >= 0 ? 0 : (-first + SW - 1) / SW;
+            const ingot_index_t hi = W - first > 0 ? (W - first + SW - 1) / SW : 0;
             const __mmask16 m = out_mask & f32_dwconv_lane_mask(lo, hi);
             const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int32_t)first),
                                                  _mm512_mullo_epi32(lane, _mm512_set1_epi32((int32_t)SW)));
@@ -60,23 +60,23 @@ INGOT_INLINE void f32_dwconv2d_plane_avx512(float* INGOT_RESTRICT y, const float
 #endif
 
 INGOT_INLINE void f32_dwconv2d_plane_portable(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x,
-                                              const float* INGOT_RESTRICT w, int64_t H, int64_t W, int64_t OH,
-                                              int64_t OW, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
-                                              int64_t PH, int64_t PW, int64_t DH, int64_t DW) {
-  for (int64_t oh = 0; oh < OH; ++oh) {
+                                              const float* INGOT_RESTRICT w, ingot_index_t H, ingot_index_t W, ingot_index_t OH,
+                                              ingot_index_t OW, ingot_index_t KH, ingot_index_t KW, ingot_index_t SH, ingot_index_t SW,
+                                              ingot_index_t PH, ingot_index_t PW, ingot_index_t DH, ingot_index_t DW) {
+  for (ingot_index_t oh = 0; oh < OH; ++oh) {
     float* INGOT_RESTRICT yr = y + oh * OW;
-    for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = 0.0f;
-    for (int64_t kh = 0; kh < KH; ++kh) {
-      const int64_t ih = oh * SH - PH + kh * DH;
+    for (ingot_index_t ow = 0; ow < OW; ++ow) yr[ow] = 0.0f;
+    for (ingot_index_t kh = 0; kh < KH; ++kh) {
+      const ingot_index_t ih = oh * SH - PH + kh * DH;
       if (ih < 0 || ih >= H) continue;
       const float* INGOT_RESTRICT xr = x + ih * W;
-      for (int64_t kw = 0; kw < KW; ++kw) {
-        const int64_t shift = kw * DW - PW;
-        int64_t lo = shift >= 0 ? 0 : (-shift + SW - 1) / SW;
-        int64_t hi = (W - 1 - shift) >= 0 ? (W - 1 - shift) / SW + 1 : 0;
+      for (ingot_index_t kw = 0; kw < KW; ++kw) {
+        const ingot_index_t shift = kw * DW - PW;
+        ingot_index_t lo = shift >= 0 ? 0 : (-shift + SW - 1) / SW;
+        ingot_index_t hi = (W - 1 - shift) >= 0 ? (W - 1 - shift) / SW + 1 : 0;
         if (hi > OW) hi = OW;
         const float wv = w[kh * KW + kw];
-        for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * SW + shift];
+        for (ingot_index_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * SW + shift];
       }
     }
   }
@@ -88,28 +88,28 @@ INGOT_INLINE void f32_dwconv2d_plane_portable(float* INGOT_RESTRICT y, const flo
  * one long contiguous multiply-add over the flat plane, so it vectorizes fully
  * whatever the plane's width. */
 INGOT_INLINE void f32_dwconv2d_shifted_plane(float* INGOT_RESTRICT yp, const float* INGOT_RESTRICT xp,
-                                             const float* INGOT_RESTRICT w, int64_t OH, int64_t Wp, int64_t KH,
-                                             int64_t KW, int64_t DH, int64_t DW) {
-  const int64_t n = OH * Wp;
-  for (int64_t i = 0; i < n; ++i) yp[i] = 0.0f;
-  for (int64_t kh = 0; kh < KH; ++kh) {
-    for (int64_t kw = 0; kw < KW; ++kw) {
+                                             const float* INGOT_RESTRICT w, ingot_index_t OH, ingot_index_t Wp, ingot_index_t KH,
+                                             ingot_index_t KW, ingot_index_t DH, ingot_index_t DW) {
+  const ingot_index_t n = OH * Wp;
+  for (ingot_index_t i = 0; i < n; ++i) yp[i] = 0.0f;
+  for (ingot_index_t kh = 0; kh < KH; ++kh) {
+    for (ingot_index_t kw = 0; kw < KW; ++kw) {
       const float wv = w[kh * KW + kw];
       const float* INGOT_RESTRICT src = xp + kh * DH * Wp + kw * DW;
 #pragma GCC ivdep
-      for (int64_t i = 0; i < n; ++i) yp[i] += wv * src[i];
+      for (ingot_index_t i = 0; i < n; ++i) yp[i] += wv * src[i];
     }
   }
 }
 
 /* Copies an H x W plane into the interior of a Hp x Wp plane at (PH, PW); the border
  * is left as it is (zeroed once by the caller, it stays zero across channels). */
-INGOT_INLINE void f32_copy_plane_interior(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, int64_t H,
-                                          int64_t W, int64_t Wp, int64_t PH, int64_t PW) {
-  for (int64_t h = 0; h < H; ++h) {
+INGOT_INLINE void f32_copy_plane_interior(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t H,
+                                          ingot_index_t W, ingot_index_t Wp, ingot_index_t PH, ingot_index_t PW) {
+  for (ingot_index_t h = 0; h < H; ++h) {
     float* INGOT_RESTRICT d = dst + (h + PH) * Wp + PW;
     const float* INGOT_RESTRICT s = src + h * W;
-    for (int64_t w = 0; w < W; ++w) d[w] = s[w];
+    for (ingot_index_t w = 0; w < W; ++w) d[w] = s[w];
   }
 }
 
@@ -119,14 +119,14 @@ INGOT_INLINE void f32_copy_plane_interior(float* INGOT_RESTRICT dst, const float
  * that parity, so every tap is a contiguous row multiply-add. The split writes only
  * the interior; borders stay zero from the caller's one-time clear. */
 INGOT_INLINE void f32_split_plane_by_column_parity(float* INGOT_RESTRICT xe, float* INGOT_RESTRICT xo,
-                                                   const float* INGOT_RESTRICT src, int64_t H, int64_t W,
-                                                   int64_t Wq, int64_t PH, int64_t PW) {
-  for (int64_t h = 0; h < H; ++h) {
+                                                   const float* INGOT_RESTRICT src, ingot_index_t H, ingot_index_t W,
+                                                   ingot_index_t Wq, ingot_index_t PH, ingot_index_t PW) {
+  for (ingot_index_t h = 0; h < H; ++h) {
     const float* INGOT_RESTRICT s = src + h * W;
     float* INGOT_RESTRICT re = xe + (h + PH) * Wq;
     float* INGOT_RESTRICT ro = xo + (h + PH) * Wq;
-    for (int64_t w = 0; w < W; ++w) {
-      const int64_t pw = w + PW;
+    for (ingot_index_t w = 0; w < W; ++w) {
+      const ingot_index_t pw = w + PW;
       if (pw & 1) ro[pw >> 1] = s[w];
       else re[pw >> 1] = s[w];
     }
@@ -135,19 +135,19 @@ INGOT_INLINE void f32_split_plane_by_column_parity(float* INGOT_RESTRICT xe, flo
 
 INGOT_INLINE void f32_dwconv2d_stride2_rows(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT xe,
                                             const float* INGOT_RESTRICT xo, const float* INGOT_RESTRICT w,
-                                            int64_t OH, int64_t OW, int64_t Wq, int64_t KH, int64_t KW, int64_t SH,
-                                            int64_t DH, int64_t DW) {
-  for (int64_t oh = 0; oh < OH; ++oh) {
+                                            ingot_index_t OH, ingot_index_t OW, ingot_index_t Wq, ingot_index_t KH, ingot_index_t KW, ingot_index_t SH,
+                                            ingot_index_t DH, ingot_index_t DW) {
+  for (ingot_index_t oh = 0; oh < OH; ++oh) {
     float* INGOT_RESTRICT yr = y + oh * OW;
-    for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = 0.0f;
-    for (int64_t kh = 0; kh < KH; ++kh) {
-      const int64_t row = oh * SH + kh * DH;
-      for (int64_t kw = 0; kw < KW; ++kw) {
-        const int64_t col = kw * DW;
+    for (ingot_index_t ow = 0; ow < OW; ++ow) yr[ow] = 0.0f;
+    for (ingot_index_t kh = 0; kh < KH; ++kh) {
+      const ingot_index_t row = oh * SH + kh * DH;
+      for (ingot_index_t kw = 0; kw < KW; ++kw) {
+        const ingot_index_t col = kw * DW;
         const float* INGOT_RESTRICT src = ((col & 1) ? xo : xe) + row * Wq + (col >> 1);
         const float wv = w[kh * KW + kw];
 #pragma GCC ivdep
-        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] += wv * src[ow];
+        for (ingot_index_t ow = 0; ow < OW; ++ow) yr[ow] += wv * src[ow];
       }
     }
   }

@@ -18,9 +18,9 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
-INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, int64_t ldc, const float* INGOT_RESTRICT a,
-                                            int64_t lda, int64_t aks, const float* INGOT_RESTRICT b, int64_t ldb, int64_t K,
-                                            int64_t mr, int64_t nr) {
+INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                            ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b, ingot_index_t ldb, ingot_index_t K,
+                                            ingot_index_t mr, ingot_index_t nr) {
   __m512 acc[8][3];
   const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
   const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : (nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u));
@@ -31,7 +31,7 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, int64_t ldc
     acc[r][1] = _mm512_setzero_ps();
     acc[r][2] = _mm512_setzero_ps();
   }
-  for (int64_t k = 0; k < K; ++k) {
+  for (ingot_index_t k = 0; k < K; ++k) {
     const float* bk = b + k * ldb;
     /* Column vectors past |nr| are skipped outright (nr is a literal at every call
      * site), so an edge tile costs only the vectors it needs. */
@@ -62,19 +62,19 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, int64_t ldc
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
-INGOT_INLINE __m256i f32_gemm_avx2_mask(int64_t valid) {
+INGOT_INLINE __m256i f32_gemm_avx2_mask(ingot_index_t valid) {
   const int32_t v = valid < 0 ? 0 : (valid > 8 ? 8 : (int32_t)valid);
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-INGOT_INLINE void f32_gemm_tile_4x24_avx2(float* INGOT_RESTRICT c, int64_t ldc, const float* INGOT_RESTRICT a,
-                                          int64_t lda, int64_t aks, const float* INGOT_RESTRICT b, int64_t ldb, int64_t K,
-                                          int64_t mr, int64_t nr) {
+INGOT_INLINE void f32_gemm_tile_4x24_avx2(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                          ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b, ingot_index_t ldb, ingot_index_t K,
+                                          ingot_index_t mr, ingot_index_t nr) {
   __m256 acc[4][3];
   const __m256i m0 = f32_gemm_avx2_mask(nr), m1 = f32_gemm_avx2_mask(nr - 8), m2 = f32_gemm_avx2_mask(nr - 16);
 #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) acc[r][0] = acc[r][1] = acc[r][2] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < K; ++k) {
+  for (ingot_index_t k = 0; k < K; ++k) {
     const float* bk = b + k * ldb;
     const __m256 b0 = _mm256_maskload_ps(bk, m0);
     const __m256 b1 = nr > 8 ? _mm256_maskload_ps(bk + 8, m1) : _mm256_setzero_ps();
@@ -100,13 +100,13 @@ INGOT_INLINE void f32_gemm_tile_4x24_avx2(float* INGOT_RESTRICT c, int64_t ldc, 
 }
 #endif
 
-INGOT_INLINE void f32_gemm_tile_4x16_portable(float* INGOT_RESTRICT c, int64_t ldc, const float* INGOT_RESTRICT a,
-                                              int64_t lda, int64_t aks, const float* INGOT_RESTRICT b, int64_t ldb, int64_t K,
-                                              int64_t mr, int64_t nr) {
+INGOT_INLINE void f32_gemm_tile_4x16_portable(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                              ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b, ingot_index_t ldb, ingot_index_t K,
+                                              ingot_index_t mr, ingot_index_t nr) {
   float acc[4][16];
   for (int r = 0; r < 4; ++r)
     for (int j = 0; j < 16; ++j) acc[r][j] = 0.0f;
-  for (int64_t k = 0; k < K; ++k) {
+  for (ingot_index_t k = 0; k < K; ++k) {
     const float* bk = b + k * ldb;
     for (int r = 0; r < 4; ++r) {
       if (r < mr) {
@@ -123,9 +123,9 @@ INGOT_INLINE void f32_gemm_tile_4x16_portable(float* INGOT_RESTRICT c, int64_t l
 
 /* Microcontroller tile: 16 accumulators fit the FPU's register file, so the tile
  * keeps them in registers and invoke's stack stays small. */
-INGOT_INLINE void f32_gemm_tile_2x8_portable(float* INGOT_RESTRICT c, int64_t ldc, const float* INGOT_RESTRICT a,
-                                             int64_t lda, int64_t aks, const float* INGOT_RESTRICT b, int64_t ldb,
-                                             int64_t K, int64_t mr, int64_t nr) {
+INGOT_INLINE void f32_gemm_tile_2x8_portable(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                             ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b, ingot_index_t ldb,
+                                             ingot_index_t K, ingot_index_t mr, ingot_index_t nr) {
   /* The first k initializes the accumulators (no zero-fill, which compilers turn
    * into a memset call that bare-metal code would have to provide). K >= 1. */
   float acc0[8], acc1[8];
@@ -138,7 +138,7 @@ INGOT_INLINE void f32_gemm_tile_2x8_portable(float* INGOT_RESTRICT c, int64_t ld
       acc1[j] = a1 * bv;
     }
   }
-  for (int64_t k = 1; k < K; ++k) {
+  for (ingot_index_t k = 1; k < K; ++k) {
     const float* bk = b + k * ldb;
     const float a0 = a[k * aks];
     const float a1 = mr > 1 ? a[lda + k * aks] : 0.0f;
@@ -163,21 +163,21 @@ INGOT_INLINE void f32_gemm_tile_2x8_portable(float* INGOT_RESTRICT c, int64_t ld
  * xp[ic * plane + kh * DH * Wp + kw * DW + n], a plain shift of the padded plane, so
  * B rows are read in place. C gets [mr x nr] in padded-width numbering (row stride
  * ldc); the caller drops the Wp - OW junk columns. a holds W[OC, IC*KH*KW]. */
-INGOT_INLINE void f32_conv_tile_8x48_avx512(float* INGOT_RESTRICT c, int64_t ldc, const float* INGOT_RESTRICT a,
-                                            int64_t lda, const float* INGOT_RESTRICT xp, int64_t plane,
-                                            int64_t Wp, int64_t IC, int64_t KH, int64_t KW, int64_t DH,
-                                            int64_t DW, int64_t mr, int64_t nr) {
+INGOT_INLINE void f32_conv_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                            ingot_index_t lda, const float* INGOT_RESTRICT xp, ingot_index_t plane,
+                                            ingot_index_t Wp, ingot_index_t IC, ingot_index_t KH, ingot_index_t KW, ingot_index_t DH,
+                                            ingot_index_t DW, ingot_index_t mr, ingot_index_t nr) {
   __m512 acc[8][3];
   const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
   const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : (nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u));
   const __mmask16 m2 = nr >= 48 ? (__mmask16)0xFFFF : (nr <= 32 ? (__mmask16)0 : (__mmask16)((1u << (nr - 32)) - 1u));
 #pragma GCC unroll 8
   for (int r = 0; r < 8; ++r) acc[r][0] = acc[r][1] = acc[r][2] = _mm512_setzero_ps();
-  int64_t k = 0;
-  for (int64_t ic = 0; ic < IC; ++ic) {
-    for (int64_t kh = 0; kh < KH; ++kh) {
+  ingot_index_t k = 0;
+  for (ingot_index_t ic = 0; ic < IC; ++ic) {
+    for (ingot_index_t kh = 0; kh < KH; ++kh) {
       const float* row = xp + ic * plane + kh * DH * Wp;
-      for (int64_t kw = 0; kw < KW; ++kw, ++k) {
+      for (ingot_index_t kw = 0; kw < KW; ++kw, ++k) {
         const float* bk = row + kw * DW;
         const __m512 b0 = _mm512_maskz_loadu_ps(m0, bk);
         const __m512 b1 = nr > 16 ? _mm512_maskz_loadu_ps(m1, bk + 16) : _mm512_setzero_ps();
@@ -207,26 +207,26 @@ INGOT_INLINE void f32_conv_tile_8x48_avx512(float* INGOT_RESTRICT c, int64_t ldc
 
 /* Copies C planes of H x W into zero-filled planes of Hp x Wp at (PH, PW); |tail|
  * extra zero floats follow the last plane (shifted tile reads may run past it). */
-INGOT_INLINE void f32_pad_planes(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, int64_t C, int64_t H,
-                                 int64_t W, int64_t Hp, int64_t Wp, int64_t PH, int64_t PW, int64_t tail) {
-  for (int64_t i = 0; i < C * Hp * Wp + tail; ++i) dst[i] = 0.0f;
-  for (int64_t c = 0; c < C; ++c)
-    for (int64_t h = 0; h < H; ++h) {
+INGOT_INLINE void f32_pad_planes(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t C, ingot_index_t H,
+                                 ingot_index_t W, ingot_index_t Hp, ingot_index_t Wp, ingot_index_t PH, ingot_index_t PW, ingot_index_t tail) {
+  for (ingot_index_t i = 0; i < C * Hp * Wp + tail; ++i) dst[i] = 0.0f;
+  for (ingot_index_t c = 0; c < C; ++c)
+    for (ingot_index_t h = 0; h < H; ++h) {
       float* INGOT_RESTRICT d = dst + (c * Hp + h + PH) * Wp + PW;
       const float* INGOT_RESTRICT s = src + (c * H + h) * W;
-      for (int64_t w = 0; w < W; ++w) d[w] = s[w];
+      for (ingot_index_t w = 0; w < W; ++w) d[w] = s[w];
     }
 }
 
 /* Copies columns [n0, n0 + nr) of row-major B[K, *] (row stride ldb) into a
  * contiguous panel[k * NR + j]: tiles then read B rows from one cache-friendly
  * block instead of K rows a large power-of-two stride apart. */
-INGOT_INLINE void f32_pack_panel(float* INGOT_RESTRICT panel, int64_t NR, const float* INGOT_RESTRICT b, int64_t ldb,
-                                 int64_t K, int64_t n0, int64_t nr) {
-  for (int64_t k = 0; k < K; ++k) {
+INGOT_INLINE void f32_pack_panel(float* INGOT_RESTRICT panel, ingot_index_t NR, const float* INGOT_RESTRICT b, ingot_index_t ldb,
+                                 ingot_index_t K, ingot_index_t n0, ingot_index_t nr) {
+  for (ingot_index_t k = 0; k < K; ++k) {
     const float* INGOT_RESTRICT src = b + k * ldb + n0;
     float* INGOT_RESTRICT dst = panel + k * NR;
-    for (int64_t j = 0; j < nr; ++j) dst[j] = src[j];
+    for (ingot_index_t j = 0; j < nr; ++j) dst[j] = src[j];
   }
 }
 
@@ -234,40 +234,40 @@ INGOT_INLINE void f32_pack_panel(float* INGOT_RESTRICT panel, int64_t NR, const 
  * virtual matrix B[K = C*KH*KW, N = OH*OW], written as panel[k * NR + j]; zeros where
  * the window reads padding. Each (c, kh, kw) row is copied as runs of output columns
  * that stay in one output row, so stride-1 runs are contiguous copies. */
-INGOT_INLINE void f32_im2col_panel(float* INGOT_RESTRICT panel, int64_t NR, const float* INGOT_RESTRICT x,
-                                   int64_t C, int64_t H, int64_t W, int64_t OW, int64_t KH, int64_t KW,
-                                   int64_t SH, int64_t SW, int64_t PH, int64_t PW, int64_t DH, int64_t DW,
-                                   int64_t n0, int64_t nr) {
-  for (int64_t c = 0; c < C; ++c) {
-    for (int64_t kh = 0; kh < KH; ++kh) {
-      for (int64_t kw = 0; kw < KW; ++kw) {
+INGOT_INLINE void f32_im2col_panel(float* INGOT_RESTRICT panel, ingot_index_t NR, const float* INGOT_RESTRICT x,
+                                   ingot_index_t C, ingot_index_t H, ingot_index_t W, ingot_index_t OW, ingot_index_t KH, ingot_index_t KW,
+                                   ingot_index_t SH, ingot_index_t SW, ingot_index_t PH, ingot_index_t PW, ingot_index_t DH, ingot_index_t DW,
+                                   ingot_index_t n0, ingot_index_t nr) {
+  for (ingot_index_t c = 0; c < C; ++c) {
+    for (ingot_index_t kh = 0; kh < KH; ++kh) {
+      for (ingot_index_t kw = 0; kw < KW; ++kw) {
         float* INGOT_RESTRICT row = panel + ((c * KH + kh) * KW + kw) * NR;
-        int64_t j = 0;
-        int64_t oh = n0 / OW, ow = n0 - (n0 / OW) * OW;
+        ingot_index_t j = 0;
+        ingot_index_t oh = n0 / OW, ow = n0 - (n0 / OW) * OW;
         while (j < nr) {
-          int64_t run = OW - ow;
+          ingot_index_t run = OW - ow;
           if (run > nr - j) run = nr - j;
-          const int64_t ih = oh * SH - PH + kh * DH;
+          const ingot_index_t ih = oh * SH - PH + kh * DH;
           if (ih < 0 || ih >= H) {
-            for (int64_t t = 0; t < run; ++t) row[j + t] = 0.0f;
+            for (ingot_index_t t = 0; t < run; ++t) row[j + t] = 0.0f;
           } else {
             /* Columns t with 0 <= base + t*SW < W are copied, the rest are padding. */
             const float* INGOT_RESTRICT xr = x + (c * H + ih) * W;
-            const int64_t base = ow * SW - PW + kw * DW;
-            int64_t lo = base >= 0 ? 0 : (-base + SW - 1) / SW;
-            int64_t hi = W - 1 - base >= 0 ? (W - 1 - base) / SW + 1 : 0;
+            const ingot_index_t base = ow * SW - PW + kw * DW;
+            ingot_index_t lo = base >= 0 ? 0 : (-base + SW - 1) / SW;
+            ingot_index_t hi = W - 1 - base >= 0 ? (W - 1 - base) / SW + 1 : 0;
             if (lo > run) lo = run;
             if (hi > run) hi = run;
             if (hi < lo) hi = lo;
             float* INGOT_RESTRICT dst = row + j;
-            for (int64_t t = 0; t < lo; ++t) dst[t] = 0.0f;
+            for (ingot_index_t t = 0; t < lo; ++t) dst[t] = 0.0f;
             if (SW == 1) {
               const float* INGOT_RESTRICT src = xr + base;
-              for (int64_t t = lo; t < hi; ++t) dst[t] = src[t];
+              for (ingot_index_t t = lo; t < hi; ++t) dst[t] = src[t];
             } else {
-              for (int64_t t = lo; t < hi; ++t) dst[t] = xr[base + t * SW];
+              for (ingot_index_t t = lo; t < hi; ++t) dst[t] = xr[base + t * SW];
             }
-            for (int64_t t = hi; t < run; ++t) dst[t] = 0.0f;
+            for (ingot_index_t t = hi; t < run; ++t) dst[t] = 0.0f;
           }
           j += run;
           ow = 0;

@@ -4,22 +4,22 @@
 
 #include "ingot_kernel_common.h"
 
-INGOT_INLINE void f32_softmax_portable(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, int64_t N,
-                                       int64_t S, int log_softmax) {
+INGOT_INLINE void f32_softmax_portable(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, ingot_index_t N,
+                                       ingot_index_t S, int log_softmax) {
   float m = -1.0f / 0.0f;
-  for (int64_t i = 0; i < N; ++i) m = x[i * S] > m ? x[i * S] : m;
+  for (ingot_index_t i = 0; i < N; ++i) m = x[i * S] > m ? x[i * S] : m;
   float sum = 0.0f;
-  for (int64_t i = 0; i < N; ++i) {
+  for (ingot_index_t i = 0; i < N; ++i) {
     const float e = ingot_expf(x[i * S] - m);
     if (!log_softmax) y[i * S] = e;
     sum += e;
   }
   if (log_softmax) {
     const float l = ingot_logf(sum);
-    for (int64_t i = 0; i < N; ++i) y[i * S] = x[i * S] - m - l;
+    for (ingot_index_t i = 0; i < N; ++i) y[i * S] = x[i * S] - m - l;
   } else {
     const float inv = 1.0f / sum;
-    for (int64_t i = 0; i < N; ++i) y[i * S] *= inv;
+    for (ingot_index_t i = 0; i < N; ++i) y[i * S] *= inv;
   }
 }
 

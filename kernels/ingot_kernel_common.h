@@ -6,6 +6,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Index type of the microkernels: pointer-sized, so 32-bit cores (Cortex-M) do their
+ * loop and address arithmetic in single registers instead of register pairs and
+ * library calls for 64-bit division. Generated code keeps int64_t for its own loops. */
+#if UINTPTR_MAX > 0xFFFFFFFFu
+typedef int64_t ingot_index_t;
+#else
+typedef int32_t ingot_index_t;
+#endif
+
 #define INGOT_INLINE static inline __attribute__((always_inline))
 #define INGOT_RESTRICT __restrict__
 
