@@ -1,4 +1,5 @@
 #include "compiler/driver/driver.h"
+#include "compiler/driver/pack_module.h"
 
 #include <chrono>
 #include <filesystem>
@@ -83,46 +84,9 @@ void compile(const CompileOptions& options) {
   native_options.opt_level = options.opt_level;
   native_options.keep_temps = options.keep_temps;
 
-  emit::ModuleContents m;
-  m.arch = target.arch;
-  m.features = target.features;
-  m.compiler_version = "ingot " INGOT_VERSION;
-  auto signature = [](const Value* v) {
-    return emit::TensorSignature{v->name, dtype_to_abi(v->dtype), v->shape};
-  };
-  for (const Value* v : graph->inputs) m.inputs.push_back(signature(v));
-  for (const Value* v : graph->outputs) m.outputs.push_back(signature(v));
-  m.arena_bytes = plan.arena_bytes;
-  m.kernel_names = source.kernel_names;
+  emit::ModuleContents m = pack_module_contents(*graph, plan, source, target, "ingot " INGOT_VERSION);
   m.strip = options.strip;
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const schedule::PlanStep& step = plan.steps[s];
-    ingot_step_t st{};
-    st.kind = static_cast<uint16_t>(step.kind);
-    st.binding_first = static_cast<uint32_t>(m.bindings.size());
-    st.binding_count = static_cast<uint16_t>(step.bindings.size());
-    for (size_t b = 0; b < step.bindings.size(); ++b) {
-      const Value* v = step.bindings[b];
-      schedule::Storage where = plan.storage.at(v);
-      if (step.kind == INGOT_STEP_COPY && b == 1) where = schedule::Storage{INGOT_BASE_OUTPUT, step.copy_output, 0};
-      ingot_binding_t binding{};
-      binding.base = static_cast<uint16_t>(where.base);
-      binding.index = static_cast<uint16_t>(where.index);
-      binding.offset = where.offset;
-      binding.size = v->byte_size();
-      m.bindings.push_back(binding);
-    }
-    if (step.kind == INGOT_STEP_DISPATCH) {
-      st.kernel = static_cast<uint32_t>(source.step_kernel[s]);
-      st.wg_begin = 0;
-      st.wg_end = 1;
-    } else {
-      st.wg_end = static_cast<uint32_t>(step.copy_bytes);
-    }
-    m.steps.push_back(st);
-    m.step_labels.push_back(step.label);
-  }
-  m.constants = std::move(plan.constants);
+  std::vector<uint8_t>().swap(plan.constants);  // the module holds the only copy from here on
 
   if (format == "module") {
     codegen::NativeCode native = codegen::compile_native(source, target, native_options);

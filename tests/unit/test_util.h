@@ -24,6 +24,7 @@
 
 #include "compiler/codegen/c/emit_c.h"
 #include "compiler/codegen/compile_native.h"
+#include "compiler/driver/pack_module.h"
 #include "compiler/emit/module_writer.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/graph.h"
@@ -123,49 +124,13 @@ struct Compiled {
   std::vector<uint8_t> module_bytes;
 };
 
-// Packs module contents from a plan and its native code the way compiler/driver/driver.cc
-// does (signature, plan steps and bindings, constants, code, names).
+// Module contents for a plan and its native code, packed by the compiler's own
+// driver::pack_module_contents, so tests run exactly what `ingot compile` writes.
 inline emit::ModuleContents pack_module(const Graph& graph, const schedule::Plan& plan, const codegen::CSource& source,
                                         codegen::NativeCode native, const target::Target& target) {
-  emit::ModuleContents m;
-  m.arch = target.arch;
-  m.features = target.features;
-  m.compiler_version = "ingot test";
-  auto signature = [](const Value* v) { return emit::TensorSignature{v->name, dtype_to_abi(v->dtype), v->shape}; };
-  for (const Value* v : graph.inputs) m.inputs.push_back(signature(v));
-  for (const Value* v : graph.outputs) m.outputs.push_back(signature(v));
-  m.arena_bytes = plan.arena_bytes;
+  emit::ModuleContents m = driver::pack_module_contents(graph, plan, source, target, "ingot test");
   m.kernel_offsets = native.kernel_offsets;
   m.code = std::move(native.code);
-  m.kernel_names = source.kernel_names;
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const schedule::PlanStep& step = plan.steps[s];
-    ingot_step_t st{};
-    st.kind = static_cast<uint16_t>(step.kind);
-    st.binding_first = static_cast<uint32_t>(m.bindings.size());
-    st.binding_count = static_cast<uint16_t>(step.bindings.size());
-    for (size_t b = 0; b < step.bindings.size(); ++b) {
-      const Value* v = step.bindings[b];
-      schedule::Storage where = plan.storage.at(v);
-      if (step.kind == INGOT_STEP_COPY && b == 1) where = schedule::Storage{INGOT_BASE_OUTPUT, step.copy_output, 0};
-      ingot_binding_t binding{};
-      binding.base = static_cast<uint16_t>(where.base);
-      binding.index = static_cast<uint16_t>(where.index);
-      binding.offset = where.offset;
-      binding.size = v->byte_size();
-      m.bindings.push_back(binding);
-    }
-    if (step.kind == INGOT_STEP_DISPATCH) {
-      st.kernel = static_cast<uint32_t>(source.step_kernel[s]);
-      st.wg_begin = 0;
-      st.wg_end = 1;
-    } else {
-      st.wg_end = static_cast<uint32_t>(step.copy_bytes);
-    }
-    m.steps.push_back(st);
-    m.step_labels.push_back(step.label);
-  }
-  m.constants = plan.constants;
   return m;
 }
 
