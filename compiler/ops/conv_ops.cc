@@ -301,33 +301,33 @@ std::string lower_conv(LoweringContext& ctx) {
 
 // An im2col panel of K rows by the widest tile's columns, for grouped-free
 // convolutions that are not pointwise.
+// Scratch for whichever strategy lower_conv picks. The planner does not know the
+// target, so this is the largest need of every strategy the shape allows (a
+// one-channel convolution is both "grouped-free" and "depthwise").
 uint64_t conv_scratch_bytes(const Node& node) {
   ConvGeometry c = conv_geometry(node);
   const Window& g = c.win;
   bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
                    g.PW_END == 0;
+  int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+  int64_t tail = (g.KW - 1) * g.DW + 16;
+  uint64_t floats = 0;
   if (c.ICG == 1 && c.OCG == 1 && g.SW == 2) {
     // Depthwise, column stride 2: the padded plane split into two column-parity planes.
-    int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
     int64_t Wq = (Wp + 1) / 2 + ((g.KW - 1) * g.DW) / 2 + 1;
-    return static_cast<uint64_t>(2 * ((Hp * Wq + 15) / 16 * 16)) * sizeof(float);
+    floats = std::max<uint64_t>(floats, 2 * ((Hp * Wq + 15) / 16 * 16));
   }
   if (c.ICG == 1 && c.OCG == 1 && g.SH == 1 && g.SW == 1) {
     // Depthwise, stride 1: one padded plane (+ tail) and one padded-width output plane.
-    int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
-    int64_t tail = (g.KW - 1) * g.DW + 16;
-    return static_cast<uint64_t>((Hp * Wp + tail + 15) / 16 * 16 + g.OH * Wp) * sizeof(float);
+    floats = std::max<uint64_t>(floats, (Hp * Wp + tail + 15) / 16 * 16 + g.OH * Wp);
   }
-  if (c.G != 1 || pointwise) return 0;
-  uint64_t im2col = static_cast<uint64_t>(g.C * g.KH * g.KW) * 48;
-  uint64_t shifted = 0;
-  if (g.SH == 1 && g.SW == 1) {
-    // Padded planes (+ tail) and one 8x48 C tile; see lower_conv.
-    int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
-    int64_t tail = (g.KW - 1) * g.DW + 16;
-    shifted = static_cast<uint64_t>((g.C * Hp * Wp + tail + 15) / 16 * 16 + 8 * 48);
+  if (c.G == 1 && !pointwise) {
+    // An im2col panel per column tile, or (stride 1) padded planes + one 8x48 C tile.
+    floats = std::max<uint64_t>(floats, static_cast<uint64_t>(g.C * g.KH * g.KW) * 48);
+    if (g.SH == 1 && g.SW == 1)
+      floats = std::max<uint64_t>(floats, (g.C * Hp * Wp + tail + 15) / 16 * 16 + 8 * 48);
   }
-  return std::max(im2col, shifted) * sizeof(float);
+  return floats * sizeof(float);
 }
 
 void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }
