@@ -245,44 +245,29 @@ SizeBreakdown breakdown_one_elf(const Reader& r) {
 
 }  // namespace
 
+namespace {
+
+// One row per SizePart, in enum order: the display name and the JSON key.
+struct SizePartNames {
+  const char* name;
+  const char* key;
+};
+constexpr SizePartNames kSizePartNames[kSizePartCount] = {
+    {"entry and initialization", "entry"}, {"plan data", "plan"},   {"kernel code", "kernels"},
+    {"helpers (memcpy-like)", "helpers"},  {"metadata", "metadata"}, {"weights", "weights"},
+    {"other", "other"},
+};
+
+}  // namespace
+
 const char* size_part_name(SizePart part) {
-  switch (part) {
-    case SizePart::kEntry:
-      return "entry and initialization";
-    case SizePart::kPlan:
-      return "plan data";
-    case SizePart::kKernels:
-      return "kernel code";
-    case SizePart::kHelpers:
-      return "helpers (memcpy-like)";
-    case SizePart::kMetadata:
-      return "metadata";
-    case SizePart::kWeights:
-      return "weights";
-    case SizePart::kOther:
-      return "other";
-  }
-  return "?";
+  size_t i = static_cast<size_t>(part);
+  return i < kSizePartCount ? kSizePartNames[i].name : "?";
 }
 
 const char* size_part_key(SizePart part) {
-  switch (part) {
-    case SizePart::kEntry:
-      return "entry";
-    case SizePart::kPlan:
-      return "plan";
-    case SizePart::kKernels:
-      return "kernels";
-    case SizePart::kHelpers:
-      return "helpers";
-    case SizePart::kMetadata:
-      return "metadata";
-    case SizePart::kWeights:
-      return "weights";
-    case SizePart::kOther:
-      return "other";
-  }
-  return "?";
+  size_t i = static_cast<size_t>(part);
+  return i < kSizePartCount ? kSizePartNames[i].key : "?";
 }
 
 uint64_t SizeBreakdown::ingot_without_weights() const {

@@ -21,6 +21,8 @@
 #include "tools/commands.h"
 #include "tools/tensor_io.h"
 
+#include "tests/unit/plan_builders.h"
+
 namespace ingot::tools {
 namespace {
 
@@ -49,23 +51,9 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-ingot_binding_t bind(ingot_base_t base, uint16_t index, uint64_t offset, uint64_t size) {
-  ingot_binding_t b{};
-  b.base = static_cast<uint16_t>(base);
-  b.index = index;
-  b.offset = offset;
-  b.size = size;
-  return b;
-}
+using testing::bind;
+using testing::copy_step;
 
-ingot_step_t copy_step(uint32_t first_binding, uint32_t bytes) {
-  ingot_step_t s{};
-  s.kind = INGOT_STEP_COPY;
-  s.binding_count = 2;
-  s.binding_first = first_binding;
-  s.wg_end = bytes;
-  return s;
-}
 
 // y = x (2x3xf32, through the arena); z = constants (2xi64: 7, -3).
 emit::ModuleContents copy_module() {

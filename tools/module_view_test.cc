@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/plan_builders.h"
+
 namespace ingot::tools {
 namespace {
 
@@ -17,22 +19,9 @@ std::vector<uint8_t> names_bytes(const std::vector<std::string>& names) {
   return out;
 }
 
-ingot_binding_t binding(ingot_base_t base, uint16_t index, uint64_t offset, uint64_t size) {
-  ingot_binding_t b{};
-  b.base = static_cast<uint16_t>(base);
-  b.index = index;
-  b.offset = offset;
-  b.size = size;
-  return b;
-}
 
-ingot_step_t step(uint32_t first, uint16_t count) {
-  ingot_step_t s{};
-  s.kind = INGOT_STEP_DISPATCH;
-  s.binding_first = first;
-  s.binding_count = count;
-  return s;
-}
+using testing::bind;
+using testing::dispatch_step;
 
 TEST(ToolsModuleView, ParseNames) {
   std::vector<uint8_t> bytes = names_bytes({"f32_gemm", "f32_relu", "fc1", "", "relu"});
@@ -60,15 +49,15 @@ TEST(ToolsModuleView, StrippedOrCutNames) {
 TEST(ToolsModuleView, ArenaRegionsDedupeAndSort) {
   std::vector<ingot_binding_t> bindings = {
       // step 0: input -> arena 0:256
-      binding(INGOT_BASE_INPUT, 0, 0, 256), binding(INGOT_BASE_ARENA, 0, 0, 256),
+      bind(INGOT_BASE_INPUT, 0, 0, 256), bind(INGOT_BASE_ARENA, 0, 0, 256),
       // step 1: arena 0:256 -> arena 256:128 (+ constants)
-      binding(INGOT_BASE_ARENA, 0, 0, 256), binding(INGOT_BASE_CONSTANTS, 0, 0, 64),
-      binding(INGOT_BASE_ARENA, 0, 256, 128),
+      bind(INGOT_BASE_ARENA, 0, 0, 256), bind(INGOT_BASE_CONSTANTS, 0, 0, 64),
+      bind(INGOT_BASE_ARENA, 0, 256, 128),
       // step 2: arena 256:128 twice -> arena 0:64 (same offset, other size) and output
-      binding(INGOT_BASE_ARENA, 0, 256, 128), binding(INGOT_BASE_ARENA, 0, 256, 128),
-      binding(INGOT_BASE_ARENA, 0, 0, 64), binding(INGOT_BASE_OUTPUT, 0, 0, 40),
+      bind(INGOT_BASE_ARENA, 0, 256, 128), bind(INGOT_BASE_ARENA, 0, 256, 128),
+      bind(INGOT_BASE_ARENA, 0, 0, 64), bind(INGOT_BASE_OUTPUT, 0, 0, 40),
   };
-  std::vector<ingot_step_t> steps = {step(0, 2), step(2, 3), step(5, 4)};
+  std::vector<ingot_step_t> steps = {dispatch_step(0, 2), dispatch_step(2, 3), dispatch_step(5, 4)};
   std::vector<ArenaRegion> regions =
       arena_regions(steps.data(), 3, bindings.data(), static_cast<uint32_t>(bindings.size()));
   ASSERT_EQ(regions.size(), 3u);
@@ -90,11 +79,11 @@ TEST(ToolsModuleView, ArenaRegionsDedupeAndSort) {
 }
 
 TEST(ToolsModuleView, Names) {
-  EXPECT_EQ(format_binding(binding(INGOT_BASE_INPUT, 1, 64, 256)), "input1+64:256");
-  EXPECT_EQ(format_binding(binding(INGOT_BASE_ARENA, 0, 0, 1024)), "arena+0:1024");
-  EXPECT_EQ(format_binding(binding(INGOT_BASE_CONSTANTS, 0, 4096, 16)), "const+4096:16");
-  EXPECT_EQ(format_binding(binding(INGOT_BASE_OUTPUT, 0, 0, 40)), "output0+0:40");
-  EXPECT_EQ(format_binding(binding(static_cast<ingot_base_t>(9), 0, 0, 1)), "base#9+0:1");
+  EXPECT_EQ(format_binding(bind(INGOT_BASE_INPUT, 1, 64, 256)), "input1+64:256");
+  EXPECT_EQ(format_binding(bind(INGOT_BASE_ARENA, 0, 0, 1024)), "arena+0:1024");
+  EXPECT_EQ(format_binding(bind(INGOT_BASE_CONSTANTS, 0, 4096, 16)), "const+4096:16");
+  EXPECT_EQ(format_binding(bind(INGOT_BASE_OUTPUT, 0, 0, 40)), "output0+0:40");
+  EXPECT_EQ(format_binding(bind(static_cast<ingot_base_t>(9), 0, 0, 1)), "base#9+0:1");
   EXPECT_EQ(arch_name(INGOT_ARCH_X86_64), "x86_64");
   EXPECT_EQ(arch_name(77), "arch#77");
   EXPECT_EQ(feature_names(0), "none");

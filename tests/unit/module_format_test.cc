@@ -24,6 +24,8 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
+#include "tests/unit/plan_builders.h"
+
 namespace ingot::emit {
 namespace {
 
@@ -57,23 +59,9 @@ class AlignedBytes {
   size_t size_;
 };
 
-ingot_binding_t bind(ingot_base_t base, uint16_t index, uint64_t offset, uint64_t size) {
-  ingot_binding_t b{};
-  b.base = static_cast<uint16_t>(base);
-  b.index = index;
-  b.offset = offset;
-  b.size = size;
-  return b;
-}
+using testing::bind;
+using testing::copy_step;
 
-ingot_step_t copy_step(uint32_t binding_first, uint32_t bytes) {
-  ingot_step_t s{};
-  s.kind = INGOT_STEP_COPY;
-  s.binding_count = 2;
-  s.binding_first = binding_first;
-  s.wg_end = bytes;
-  return s;
-}
 
 constexpr uint32_t kTensorBytes = 2 * 4 * sizeof(float);
 constexpr uint32_t kConstantBytes = 128;
