@@ -102,6 +102,15 @@ std::string opt_flag(int opt_level) {
   return opt_level == 0 ? "-O1" : (opt_level == 3 ? "-Os" : "-O3");
 }
 
+// Speed builds: let a*b+c become one FMA (-std=c11 alone forbids the contraction),
+// and stop GCC from fully unrolling loops of a handful of iterations (a 14-wide
+// plane row, say) into scalar code before its vectorizer sees them; the microkernels
+// that want full unrolling ask for it with '#pragma GCC unroll'.
+std::vector<std::string> speed_flags(int opt_level) {
+  if (opt_level == 0 || opt_level == 3) return {};
+  return {"-ffp-contract=fast", "--param=max-completely-peel-times=4"};
+}
+
 class TempDir {
  public:
   explicit TempDir(bool keep) : keep_(keep) {
@@ -144,6 +153,7 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
                                  "-fno-stack-protector", "-fno-tree-loop-distribute-patterns",
                                  "-fno-math-errno", "-fno-plt", "-ffunction-sections", "-fdata-sections",
                                  "-Wall", "-Wextra", "-Wpedantic", "-Wno-unused-parameter", "-Wno-unused-function"};
+  for (const std::string& f : speed_flags(options.opt_level)) cc.push_back(f);
   if (target.arch == INGOT_ARCH_X86_64) cc.push_back("-fcf-protection=none");
   cc.insert(cc.end(), target.cflags.begin(), target.cflags.end());
   cc.insert(cc.end(), {"-I", dir.path().string(), "-c", (dir.path() / "model.c").string(), "-o", obj.string()});
@@ -211,6 +221,7 @@ std::vector<std::string> artifact_cflags(const target::Target& target, int opt_l
                                     "-fno-math-errno", "-fno-tree-loop-distribute-patterns"};
   // Size mode drops the unwind tables (x86-64 emits them for C by default).
   if (opt_level == 3) flags.insert(flags.end(), {"-fno-asynchronous-unwind-tables", "-fno-unwind-tables"});
+  for (const std::string& f : speed_flags(opt_level)) flags.push_back(f);
   flags.insert(flags.end(), target.cflags.begin(), target.cflags.end());
   return flags;
 }
