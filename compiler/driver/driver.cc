@@ -19,6 +19,7 @@
 #include "compiler/ir/error.h"
 #include "compiler/passes/passes.h"
 #include "compiler/schedule/plan.h"
+#include "compiler/ops/gemm_lowering.h"
 #include "compiler/target/target.h"
 
 #ifndef INGOT_VERSION
@@ -62,7 +63,8 @@ void compile(const CompileOptions& options) {
   if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "import", ms_since(t0) * 1000);
 
   // Every stage after import is a pass or stage the dump flags can name.
-  passes::PassManager pipeline = passes::default_pipeline();
+  passes::PassManager pipeline =
+      passes::default_pipeline(ops::gemm_tile_for(target.features, target.arch).nr);
   passes::PassOptions pass_options;
   pass_options.time_passes = options.time_passes;
   std::vector<std::string> stage_names = {"plan", "codegen"};

@@ -16,8 +16,10 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
   // tile get their own literal sizes, so every tile call is fully specialized.
   auto tile_call = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
     if (g.tile_call) return g.tile_call(m0, mr, n0, nr) + (g.after_tile ? g.after_tile(m0, mr, n0, nr) : "");
-    std::string b = g.pack_b ? g.packed_b : fmt::format("{} + {}", g.b, n0);
-    int64_t ldb = g.pack_b ? t.nr : g.ldb;
+    std::string b = g.pack_b ? g.packed_b
+                    : g.b_in_panels ? fmt::format("{} + ({}) / {} * {}", g.b, n0, t.nr, g.K * t.nr)
+                                    : fmt::format("{} + {}", g.b, n0);
+    int64_t ldb = g.pack_b || g.b_in_panels ? t.nr : g.ldb;
     std::string s = fmt::format("      {}({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {});\n", t.kernel, g.c,
                                 m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr);
     if (g.after_tile) s += g.after_tile(m0, mr, n0, nr);

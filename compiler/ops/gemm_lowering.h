@@ -29,6 +29,9 @@ struct GemmLoops {
   // read from the panel instead of `b`.
   std::function<std::string(const std::string& n0, int64_t nr)> pack_b{};
   std::string packed_b{};
+  // B is already stored as tile-wide panels ([ceil(N / tile.nr), K, tile.nr], packed at
+  // compile time): each tile reads its panel in place.
+  bool b_in_panels = false;
   // Emits code applied to the finished tile rows [m0, m0+mr) x cols [n0, n0+nr):
   // called with (m0 expr, mr literal, n0 expr, nr literal). Empty: none.
   std::function<std::string(const std::string& m0, int64_t mr, const std::string& n0, int64_t nr)> after_tile{};

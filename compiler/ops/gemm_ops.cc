@@ -10,6 +10,39 @@ namespace ingot::ops {
 
 namespace {
 
+// ---- B stored as tile-wide panels (pack_weights) ----
+// A node with `b_panel_width` holds its constant B as [panels, K, width]; the logical
+// B is [K, b_cols].
+int64_t b_panel_width(const Node& node) { return node.attr_int("b_panel_width", 0); }
+
+Shape logical_b_shape(const Node& node) {
+  const Shape& b = node.inputs[1]->shape;
+  int64_t width = b_panel_width(node);
+  if (width <= 0) return b;
+  int64_t cols = node.attr_int("b_cols", 0);
+  if (b.size() != 3 || b[2] != width || cols <= 0 || b[0] != (cols + width - 1) / width)
+    fail("{}: B panels {} do not match b_panel_width={} b_cols={}", node.describe(), shape_str(b), width, cols);
+  return {b[1], cols};
+}
+
+// The logical row-major [K, N] B of a reference evaluation.
+Tensor unpack_panels(const Node& node, const Tensor& panels) {
+  Shape b = logical_b_shape(node);
+  int64_t width = b_panel_width(node), k = b[0], n = b[1];
+  Tensor out(DType::F32, b);
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < n; ++c)
+      out.data<float>()[r * n + c] = panels.data<float>()[((c / width) * k + r) * width + c % width];
+  return out;
+}
+
+// Panels are packed for the tile of the target being compiled for.
+void check_panel_width(const Node& node, const GemmTile& tile) {
+  int64_t width = b_panel_width(node);
+  if (width > 0 && width != tile.nr)
+    fail("{}: B packed in {}-column panels, but this target's tile is {} wide", node.describe(), width, tile.nr);
+}
+
 // ---- Gemm ----
 struct GemmGeometry {
   int64_t M, K, N;
@@ -19,7 +52,7 @@ struct GemmGeometry {
 
 GemmGeometry gemm_geometry(const Node& node) {
   const Shape& a = node.inputs[0]->shape;
-  const Shape& b = node.inputs[1]->shape;
+  const Shape b = logical_b_shape(node);
   if (a.size() != 2 || b.size() != 2) fail("{}: A and B must be 2-D, got {} and {}", node.describe(), shape_str(a), shape_str(b));
   GemmGeometry g;
   g.trans_a = node.attr_int("transA", 0) != 0;
@@ -45,7 +78,8 @@ void infer_gemm(Node& node) {
 void reference_gemm(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   GemmGeometry g = gemm_geometry(node);
   const float* a = in[0]->data<float>();
-  const float* b = in[1]->data<float>();
+  Tensor unpacked = b_panel_width(node) > 0 ? unpack_panels(node, *in[1]) : Tensor();
+  const float* b = b_panel_width(node) > 0 ? unpacked.data<float>() : in[1]->data<float>();
   const Tensor* c = in.size() > 2 ? in[2] : nullptr;
   float* y = out[0].data<float>();
   for (int64_t m = 0; m < g.M; ++m)
@@ -95,7 +129,9 @@ std::string lower_gemm(LoweringContext& ctx) {
     loops.M = g.M;
     loops.N = g.N;
     loops.K = g.K;
-    if (!ctx.scratch.empty()) {
+    check_panel_width(node, tile);
+    loops.b_in_panels = b_panel_width(node) > 0;
+    if (!ctx.scratch.empty() && !loops.b_in_panels) {
       loops.packed_b = ctx.scratch;
       loops.pack_b = [&](const std::string& n0, int64_t nr) {
         return fmt::format("    f32_pack_panel({}, {}, {}, {}, {}, {}, {});\n", ctx.scratch, tile.nr, ctx.in[1], g.N, g.K, n0, nr);
@@ -162,7 +198,7 @@ struct MatMulGeometry {
 };
 
 MatMulGeometry matmul_geometry(const Node& node) {
-  Shape a = node.inputs[0]->shape, b = node.inputs[1]->shape;
+  Shape a = node.inputs[0]->shape, b = logical_b_shape(node);
   if (a.empty() || b.empty()) fail("{}: scalar operands are not allowed", node.describe());
   bool a1 = a.size() == 1, b1 = b.size() == 1;
   if (a1) a.insert(a.begin(), 1);
@@ -201,7 +237,8 @@ int64_t broadcast_offset(const Shape& out, const Shape& in, int64_t flat) {
 void reference_matmul(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   MatMulGeometry g = matmul_geometry(node);
   const float* a = in[0]->data<float>();
-  const float* b = in[1]->data<float>();
+  Tensor unpacked = b_panel_width(node) > 0 ? unpack_panels(node, *in[1]) : Tensor();
+  const float* b = b_panel_width(node) > 0 ? unpacked.data<float>() : in[1]->data<float>();
   float* y = out[0].data<float>();
   int64_t batches = num_elements(g.batch);
   for (int64_t bi = 0; bi < batches; ++bi) {
@@ -237,7 +274,9 @@ std::string lower_matmul(LoweringContext& ctx) {
                                 tile.kernel.substr(tile.kernel.rfind('_') + 1));
   GemmLoops loops{.c = std::string("yb"), .a = std::string("ab"), .b = std::string("bb"), .ldc = g.N, .lda = g.K,
                   .aks = 1, .ldb = g.N, .M = g.M, .N = g.N, .K = g.K};
-  if (!ctx.scratch.empty()) {
+  check_panel_width(node, tile);
+  loops.b_in_panels = b_panel_width(node) > 0;
+  if (!ctx.scratch.empty() && !loops.b_in_panels) {
     loops.packed_b = ctx.scratch;
     loops.pack_b = [&](const std::string& n0, int64_t nr) {
       return fmt::format("    f32_pack_panel({}, {}, bb, {}, {}, {}, {});\n", ctx.scratch, tile.nr, g.N, g.K, n0, nr);
@@ -278,13 +317,13 @@ constexpr int64_t kWidestTile = 48;
 
 uint64_t gemm_scratch_bytes(const Node& node) {
   GemmGeometry g = gemm_geometry(node);
-  if (g.trans_b || g.M < kPackMinRows) return 0;
+  if (g.trans_b || g.M < kPackMinRows || b_panel_width(node) > 0) return 0;
   return static_cast<uint64_t>(g.K) * kWidestTile * sizeof(float);
 }
 
 uint64_t matmul_scratch_bytes(const Node& node) {
   MatMulGeometry g = fold_matmul_batch(matmul_geometry(node));
-  if (g.M < kPackMinRows) return 0;
+  if (g.M < kPackMinRows || b_panel_width(node) > 0) return 0;
   return static_cast<uint64_t>(g.K) * kWidestTile * sizeof(float);
 }
 

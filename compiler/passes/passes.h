@@ -26,8 +26,9 @@ void decompose_batchnorm(Graph& graph);
 void fuse_patterns(Graph& graph);
 // Concat/Sum/Max/Min with more inputs than a step can bind → a tree of the same op.
 void split_wide_ops(Graph& graph);
-// Lays out weights the way kernels read them (Gemm's B as [K,N]).
-void pack_weights(Graph& graph);
+// Lays out weights the way kernels read them: Gemm's B as [K,N]; with a panel width
+// (the target's GEMM tile width), constant GEMM B as tile-wide panels.
+void pack_weights(Graph& graph, int64_t panel_width = 0);
 // Folds single-use elementwise consumers into the producing dispatch's epilogue.
 void fuse_epilogues(Graph& graph);
 // Removes nodes none of whose outputs reach a graph output.
@@ -49,6 +50,7 @@ class PassManager {
   std::vector<std::pair<std::string, std::function<void(Graph&)>>> passes_;
 };
 
-PassManager default_pipeline();
+// `gemm_panel_width`: the target's GEMM tile width, for compile-time B panels (0: none).
+PassManager default_pipeline(int64_t gemm_panel_width = 0);
 
 }  // namespace ingot::passes

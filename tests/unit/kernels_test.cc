@@ -163,6 +163,27 @@ TEST_P(VectorTileKernelTest, GemmTransposesAlphaBetaAndBias) {
   k.run({}, GetParam());
 }
 
+// B packed into tile-wide panels at compile time (pack_weights with this target's
+// tile width): Gemm with transB and bias, MatMul with batched A, widths below, at and
+// above the tile and one row (a classifier's GEMV).
+TEST_P(GemmKernelTest, CompileTimeBPanels) {
+  const ops::GemmTile tile = ops::gemm_tile_for(target::resolve(GetParam()).features);
+  const int64_t mr = tile.mr, nr = tile.nr;
+  KernelCase k(150);
+  for (int64_t n : {int64_t{1}, nr - 1, nr, nr + 1, 2 * nr + 3})
+    for (int64_t m : {int64_t{1}, mr + 1})
+      k.op("Gemm", {k.input({m, 13}), k.weight({n, 13}), k.weight({n})}, {{"transB", int64_t{1}}}, kMac, true);
+  k.op("Gemm", {k.input({17, 9}), k.weight({9, 2 * nr + 3})}, {{"alpha", 0.5f}}, kMac, true);
+  k.op("MatMul", {k.input({2, 5, 11}), k.weight({11, nr + 7})}, {}, kMac, true);
+  k.op("MatMul", {k.input({19, 11}), k.weight({11, 3 * nr})}, {}, kMac, true);
+  k.op("MatMul", {k.input({11}), k.weight({11, nr + 7})}, {}, kMac, true);  // 1-D A keeps plain B
+  testing::Compiled c = k.run([&](Graph& g) { passes::pack_weights(g, nr); }, GetParam());
+  int panel_nodes = 0;
+  for (const auto& n : k.graph().nodes()) panel_nodes += n->attr_int("b_panel_width", 0) == nr;
+  EXPECT_EQ(panel_nodes, 13);
+  EXPECT_TRUE(c.plan.scratch_values.empty());  // nothing packed at run time
+}
+
 TEST(KernelTest, MatMul) {
   KernelCase k(300);
   for (int64_t m : {1, 4, 5, 13}) k.op("MatMul", {k.input({m, 7}), k.weight({7, 26})}, {}, kMac, true);

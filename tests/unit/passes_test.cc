@@ -367,6 +367,30 @@ TEST(PackWeightsTest, TransposesConstantGemmB) {
   EXPECT_TRUE(testing::tensors_near(graph_outputs(g, {input, brt})[0], want, Tolerance::magnitude(1e-6)));
 }
 
+TEST(PackWeightsTest, StoresConstantBAsTilePanels) {
+  Graph g;
+  g.name = "panels";
+  Value* x = add_input(g, "x", {2, 3});
+  // B [3, 5] in panels of 2 columns: [3 panels, K = 3, 2], the last one zero-padded.
+  Value* b = g.add_constant("b", f32({3, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}));
+  Node* mm = add_op(g, "MatMul", {x, b}, {}, 13, 1, "mm");
+  g.outputs = {mm->outputs[0]};
+  Tensor input = testing::random_f32({2, 3}, 11);
+  Tensor want = graph_outputs(g, {input})[0];
+  passes::pack_weights(g, 2);
+  EXPECT_EQ(mm->attr_int("b_panel_width", 0), 2);
+  EXPECT_EQ(mm->attr_int("b_cols", 0), 5);
+  EXPECT_EQ(mm->inputs[1]->shape, (Shape{3, 3, 2}));
+  EXPECT_EQ(testing::values_f32(*mm->inputs[1]->constant),
+            (std::vector<float>{1, 2, 6, 7, 11, 12, 3, 4, 8, 9, 13, 14, 5, 0, 10, 0, 15, 0}));
+  EXPECT_EQ(mm->outputs[0]->shape, (Shape{2, 5}));
+  // The reference reads the panels back: same result as before packing.
+  EXPECT_TRUE(testing::tensors_near(graph_outputs(g, {input})[0], want, Tolerance::magnitude(1e-6)));
+  // Packing twice is a no-op.
+  passes::pack_weights(g, 2);
+  EXPECT_EQ(mm->inputs[1]->shape, (Shape{3, 3, 2}));
+}
+
 // ---- fuse_epilogues -------------------------------------------------------------------------
 
 // x, r inputs; residual = Relu(r) computed before the Conv.
