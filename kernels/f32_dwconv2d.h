@@ -90,15 +90,14 @@ INGOT_INLINE void f32_dwconv2d_plane_portable(float* INGOT_RESTRICT y, const flo
 INGOT_INLINE void f32_dwconv2d_shifted_plane(float* INGOT_RESTRICT yp, const float* INGOT_RESTRICT xp,
                                              const float* INGOT_RESTRICT w, ingot_index_t OH, ingot_index_t Wp, ingot_index_t KH,
                                              ingot_index_t KW, ingot_index_t DH, ingot_index_t DW) {
+  /* All taps accumulate in registers per output vector: one store per output instead
+   * of a load and a store per tap. */
   const ingot_index_t n = OH * Wp;
-  for (ingot_index_t i = 0; i < n; ++i) yp[i] = 0.0f;
-  for (ingot_index_t kh = 0; kh < KH; ++kh) {
-    for (ingot_index_t kw = 0; kw < KW; ++kw) {
-      const float wv = w[kh * KW + kw];
-      const float* INGOT_RESTRICT src = xp + kh * DH * Wp + kw * DW;
-#pragma GCC ivdep
-      for (ingot_index_t i = 0; i < n; ++i) yp[i] += wv * src[i];
-    }
+  for (ingot_index_t i = 0; i < n; ++i) {
+    float acc = 0.0f;
+    for (ingot_index_t kh = 0; kh < KH; ++kh)
+      for (ingot_index_t kw = 0; kw < KW; ++kw) acc += w[kh * KW + kw] * xp[i + kh * DH * Wp + kw * DW];
+    yp[i] = acc;
   }
 }
 
@@ -142,16 +141,17 @@ INGOT_INLINE void f32_dwconv2d_stride2_rows(float* INGOT_RESTRICT y, const float
                                             ingot_index_t DH, ingot_index_t DW) {
   for (ingot_index_t oh = 0; oh < OH; ++oh) {
     float* INGOT_RESTRICT yr = y + oh * OW;
-    for (ingot_index_t ow = 0; ow < OW; ++ow) yr[ow] = 0.0f;
-    for (ingot_index_t kh = 0; kh < KH; ++kh) {
-      const ingot_index_t row = oh * SH + kh * DH;
-      for (ingot_index_t kw = 0; kw < KW; ++kw) {
-        const ingot_index_t col = kw * DW;
-        const float* INGOT_RESTRICT src = ((col & 1) ? xo : xe) + row * Wq + (col >> 1);
-        const float wv = w[kh * KW + kw];
-#pragma GCC ivdep
-        for (ingot_index_t ow = 0; ow < OW; ++ow) yr[ow] += wv * src[ow];
+    for (ingot_index_t ow = 0; ow < OW; ++ow) {
+      float acc = 0.0f;
+      for (ingot_index_t kh = 0; kh < KH; ++kh) {
+        const ingot_index_t row = (oh * SH + kh * DH) * Wq;
+        for (ingot_index_t kw = 0; kw < KW; ++kw) {
+          const ingot_index_t col = kw * DW;
+          const float* INGOT_RESTRICT src = ((col & 1) ? xo : xe) + row + (col >> 1);
+          acc += w[kh * KW + kw] * src[ow];
+        }
       }
+      yr[ow] = acc;
     }
   }
 }
