@@ -64,7 +64,8 @@ void compile(const CompileOptions& options) {
 
   // Every stage after import is a pass or stage the dump flags can name.
   passes::PassManager pipeline =
-      passes::default_pipeline(ops::gemm_tile_for(target.features, target.arch).nr);
+      passes::default_pipeline(ops::gemm_tile_for(target.features, target.arch).nr,
+                               /*winograd=*/target.arch != INGOT_ARCH_ARM_CORTEX_M);
   passes::PassOptions pass_options;
   pass_options.time_passes = options.time_passes;
   std::vector<std::string> stage_names = {"plan", "codegen"};

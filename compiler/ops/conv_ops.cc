@@ -13,6 +13,8 @@ namespace ingot::ops {
 namespace {
 
 // ---- Conv ----
+bool is_winograd(const Node& node) { return node.attr_int("winograd", 0) == 2; }
+
 struct ConvGeometry {
   Window win;
   int64_t OC = 0, G = 1, ICG = 0, OCG = 0;
@@ -21,9 +23,21 @@ struct ConvGeometry {
 ConvGeometry conv_geometry(const Node& node) {
   const Shape& x = node.inputs[0]->shape;
   const Shape& w = node.inputs[1]->shape;
-  if (w.size() != x.size()) fail("{}: weight rank {} differs from input rank {}", node.describe(), w.size(), x.size());
   ConvGeometry c;
   c.G = node.attr_int("group", 1);
+  if (is_winograd(node)) {
+    // Weights already transformed for Winograd F(2x2, 3x3): [16, OC, IC].
+    if (w.size() != 3 || w[0] != 16 || x.size() != 4 || c.G != 1)
+      fail("{}: Winograd weights {} do not fit input {}", node.describe(), shape_str(w), shape_str(x));
+    c.win = window_geometry(node, x, {3, 3}, false);
+    c.OC = w[1];
+    c.ICG = w[2];
+    c.OCG = c.OC;
+    if (x[1] != c.ICG) fail("{}: weights have {} input channels, input gives {}", node.describe(), c.ICG, x[1]);
+    if (node.input(2) && node.inputs[2]->numel() != c.OC) fail("{}: bias has {} elements, expected {}", node.describe(), node.inputs[2]->numel(), c.OC);
+    return c;
+  }
+  if (w.size() != x.size()) fail("{}: weight rank {} differs from input rank {}", node.describe(), w.size(), x.size());
   std::vector<int64_t> kernel(w.begin() + 2, w.end());
   auto ks = node.attr_ints("kernel_shape");
   if (!ks.empty() && ks != kernel) fail("{}: kernel_shape {} disagrees with weights {}", node.describe(), shape_str(ks), shape_str(w));
@@ -44,7 +58,56 @@ void infer_conv(Node& node) {
   set_output(node, 0, DType::F32, window_output_shape(c.win, c.OC));
 }
 
+// The transformed form's reference evaluates the Winograd algorithm itself, in double:
+// Y = A^T [U ⊙ (B^T d B)] A summed over input channels, per 2x2 output tile.
+void reference_winograd_conv(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  ConvGeometry c = conv_geometry(node);
+  const Window& g = c.win;
+  static const double BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  static const double AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+  const float* x = in[0]->data<float>();
+  const float* u = in[1]->data<float>();
+  const float* b = in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr;
+  float* y = out[0].data<float>();
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t oc = 0; oc < c.OC; ++oc)
+      for (int64_t th = 0; th < (g.OH + 1) / 2; ++th)
+        for (int64_t tw = 0; tw < (g.OW + 1) / 2; ++tw) {
+          double m[4][4] = {};
+          for (int64_t ic = 0; ic < c.ICG; ++ic) {
+            double d[4][4], t[4][4];
+            for (int i = 0; i < 4; ++i)
+              for (int j = 0; j < 4; ++j) {
+                int64_t ih = 2 * th + i - g.PH, iw = 2 * tw + j - g.PW;
+                bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+                d[i][j] = inside ? x[((n * g.C + ic) * g.H + ih) * g.W + iw] : 0.0;
+              }
+            for (int i = 0; i < 4; ++i)
+              for (int j = 0; j < 4; ++j) {
+                t[i][j] = 0;
+                for (int k = 0; k < 4; ++k) t[i][j] += BT[i][k] * d[k][j];
+              }
+            for (int i = 0; i < 4; ++i)
+              for (int j = 0; j < 4; ++j) {
+                double v = 0;
+                for (int k = 0; k < 4; ++k) v += t[i][k] * BT[j][k];
+                m[i][j] += v * u[((4 * i + j) * c.OC + oc) * c.ICG + ic];
+              }
+          }
+          for (int a = 0; a < 2; ++a)
+            for (int bb = 0; bb < 2; ++bb) {
+              int64_t oh = 2 * th + a, ow = 2 * tw + bb;
+              if (oh >= g.OH || ow >= g.OW) continue;
+              double v = b ? b[oc] : 0.0;
+              for (int i = 0; i < 4; ++i)
+                for (int j = 0; j < 4; ++j) v += AT[a][i] * m[i][j] * AT[bb][j];
+              y[((n * c.OC + oc) * g.OH + oh) * g.OW + ow] = static_cast<float>(v);
+            }
+        }
+}
+
 void reference_conv(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  if (is_winograd(node)) return reference_winograd_conv(node, in, out);
   ConvGeometry c = conv_geometry(node);
   const Window& g = c.win;
   const float* x = in[0]->data<float>();
@@ -70,6 +133,32 @@ void reference_conv(const Node& node, const std::vector<const Tensor*>& in, std:
     }
 }
 
+// Winograd F(2x2, 3x3) working set: padded input planes (tile grid rounded up, one
+// row and column of halo each side), and per block of TB tiles the 16 transformed
+// input matrices V[xi][IC][TB], the 16 GEMM results M[xi][OC][TB] and one output row.
+struct WinogradPlan {
+  int64_t TH, TW, T, Hp, Wp, TB;
+  int64_t xp_floats, v_floats, m_floats, row_floats;
+};
+
+WinogradPlan winograd_plan(const ConvGeometry& c) {
+  const Window& g = c.win;
+  WinogradPlan p;
+  p.TH = (g.OH + 1) / 2;
+  p.TW = (g.OW + 1) / 2;
+  p.T = p.TH * p.TW;
+  p.Hp = 2 * p.TH + 2;
+  p.Wp = 2 * p.TW + 2;
+  // Blocks of whole 48-column GEMM tiles whose V and M stay within ~768 KB (L2).
+  int64_t fit = 196608 / (16 * (c.ICG + c.OC) * 48);
+  p.TB = p.T <= 96 ? p.T : 48 * std::clamp<int64_t>(fit, 1, 4);
+  p.xp_floats = (g.C * p.Hp * p.Wp + 16 + 15) / 16 * 16;
+  p.v_floats = 16 * c.ICG * p.TB;
+  p.m_floats = 16 * c.OC * p.TB;
+  p.row_floats = (2 * p.TW + 16 + 15) / 16 * 16;
+  return p;
+}
+
 std::string lower_conv(LoweringContext& ctx) {
   const Node& node = ctx.node;
   ConvGeometry c = conv_geometry(node);
@@ -80,6 +169,93 @@ std::string lower_conv(LoweringContext& ctx) {
   bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
                    g.PW_END == 0 && c.G == 1;
   int64_t HW = g.OH * g.OW;
+  if (is_winograd(node)) {
+    if (ctx.scratch.empty()) fail("{}: the Winograd kernel needs scratch", node.describe());
+    WinogradPlan p = winograd_plan(c);
+    GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+    ctx.headers.insert("f32_gemm_tile.h");
+    ctx.headers.insert("f32_winograd.h");
+    ctx.kernel_name = fmt::format("f32_conv3x3_s1_winograd2x2_{}_{}", tile.kernel.substr(tile.kernel.rfind('_') + 1),
+                                  shape_str(node.outputs[0]->shape));
+    // One block of `tb` tiles starting at tile `t0`: input transform, 16 GEMMs,
+    // output transform with bias and epilogue. Tiles run in row-major order; a block
+    // may start and end inside a tile row, so both transforms walk row segments.
+    auto block = [&](const std::string& t0, int64_t tb) {
+      GemmLoops loops;
+      loops.c = "mx";
+      loops.ldc = tb;
+      loops.a = "ux";
+      loops.lda = c.ICG;
+      loops.aks = 1;
+      loops.b = "vx";
+      loops.ldb = tb;
+      loops.M = c.OC;
+      loops.N = tb;
+      loops.K = c.ICG;
+      return fmt::format(
+          "    {{\n"
+          "    const int64_t t0 = {t0};\n"
+          "    for (int64_t ic = 0; ic < {IC}; ++ic)\n"
+          "      for (int64_t t = t0; t < t0 + {tb};) {{\n"
+          "        const int64_t th = t / {TW}, tw0 = t - th * {TW};\n"
+          "        const int64_t run = t0 + {tb} - t < {TW} - tw0 ? t0 + {tb} - t : {TW} - tw0;\n"
+          "        f32_winograd_f2k3_input(wv + ic * {tb} + (t - t0), {vstride}, xp + ic * {HpWp}, {Wp}, th, tw0, run);\n"
+          "        t += run;\n"
+          "      }}\n"
+          "    for (int64_t xi = 0; xi < 16; ++xi) {{\n"
+          "      const float* ux = {u} + xi * {OCIC};\n"
+          "      const float* vx = wv + xi * {vstride};\n"
+          "      float* mx = wm + xi * {mstride};\n"
+          "{gemm}"
+          "    }}\n"
+          "    for (int64_t oc = 0; oc < {OC}; ++oc)\n"
+          "      for (int64_t t = t0; t < t0 + {tb};) {{\n"
+          "        const int64_t th = t / {TW}, tw0 = t - th * {TW};\n"
+          "        const int64_t run = t0 + {tb} - t < {TW} - tw0 ? t0 + {tb} - t : {TW} - tw0;\n"
+          "        const int64_t ow0 = 2 * tw0, cols = 2 * run < {OW} - ow0 ? 2 * run : {OW} - ow0;\n"
+          "        for (int a = 0; a < 2; ++a) {{\n"
+          "          const int64_t oh = 2 * th + a;\n"
+          "          if (oh >= {OH}) break;\n"
+          "          f32_winograd_f2k3_output_row(wrow, wm + oc * {tb} + (t - t0), {mstride}, a, run);\n"
+          "          float* yrow = yn + oc * {OHW} + oh * {OW} + ow0;\n"
+          "          for (int64_t j = 0; j < cols; ++j) {{\n"
+          "            const int64_t ow = ow0 + j;\n"
+          "            (void)ow;\n"
+          "            float v = wrow[j]{bias};\n"
+          "{ep}"
+          "            yrow[j] = v;\n"
+          "          }}\n"
+          "        }}\n"
+          "        t += run;\n"
+          "      }}\n"
+          "    }}\n",
+          fmt::arg("t0", t0), fmt::arg("IC", c.ICG), fmt::arg("tb", tb), fmt::arg("TW", p.TW),
+          fmt::arg("vstride", c.ICG * tb), fmt::arg("HpWp", p.Hp * p.Wp), fmt::arg("Wp", p.Wp), fmt::arg("u", ctx.in[1]),
+          fmt::arg("OCIC", c.OC * c.ICG), fmt::arg("mstride", c.OC * tb), fmt::arg("gemm", emit_gemm_loops(loops, tile)),
+          fmt::arg("OC", c.OC), fmt::arg("OW", g.OW), fmt::arg("OH", g.OH), fmt::arg("OHW", HW), fmt::arg("bias", bias),
+          fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
+    };
+    int64_t full = p.T / p.TB * p.TB, rem = p.T - full;
+    std::string blocks;
+    if (full > 0) blocks += fmt::format("  for (int64_t tb0 = 0; tb0 < {}; tb0 += {}) {{\n{}  }}\n", full, p.TB, block("tb0", p.TB));
+    if (rem > 0) blocks += block(std::to_string(full), rem);
+    return fmt::format(
+        "  float* xp = {scratch};\n"
+        "  float* wv = xp + {xp};\n"
+        "  float* wm = wv + {v};\n"
+        "  float* wrow = wm + {m};\n"
+        "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+        "    const float* xn = {x} + n * {CHW};\n"
+        "    float* yn = {y} + n * {OCHW};\n"
+        "    f32_pad_planes(xp, xn, {C}, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, 16);\n"
+        "{blocks}"
+        "  }}\n",
+        fmt::arg("scratch", ctx.scratch), fmt::arg("xp", p.xp_floats), fmt::arg("v", p.v_floats),
+        fmt::arg("m", p.m_floats), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
+        fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C), fmt::arg("H", g.H),
+        fmt::arg("W", g.W), fmt::arg("Hp", p.Hp), fmt::arg("Wp", p.Wp), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW),
+        fmt::arg("blocks", blocks));
+  }
   bool shifted = c.G == 1 && !pointwise && g.SH == 1 && g.SW == 1 && (ctx.target_features & INGOT_FEATURE_AVX512F);
   if (shifted) {
     // Stride-1 convolution as GEMM without im2col: the input is copied once into
@@ -101,15 +277,22 @@ std::string lower_conv(LoweringContext& ctx) {
                          ctx.in[1], m0, K, K, n0, Hp * Wp, Wp, g.C, g.KH, g.KW, g.DH, g.DW, mr, nr);
     };
     loops.after_tile = [&, Wp](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+      // The tile's columns split into runs that stay in one padded row; each run's
+      // real columns are one contiguous (vectorizable) store.
       return fmt::format(
           "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
           "        const int64_t oc = {m0} + r;\n"
-          "        for (int64_t j = 0; j < {nr}; ++j) {{\n"
-          "          const int64_t np = {n0} + j, oh = np / {Wp}, ow = np - oh * {Wp};\n"
-          "          if (ow >= {OW}) continue;\n"
-          "          float v = ct[r * 48 + j]{bias};\n"
+          "        for (int64_t j0 = 0; j0 < {nr};) {{\n"
+          "          const int64_t np = {n0} + j0, oh = np / {Wp}, ow0 = np - oh * {Wp};\n"
+          "          const int64_t run = {nr} - j0 < {Wp} - ow0 ? {nr} - j0 : {Wp} - ow0;\n"
+          "          const int64_t real = ow0 >= {OW} ? 0 : ({OW} - ow0 < run ? {OW} - ow0 : run);\n"
+          "          for (int64_t t = 0; t < real; ++t) {{\n"
+          "            const int64_t ow = ow0 + t;\n"
+          "            float v = ct[r * 48 + j0 + t]{bias};\n"
           "{ep}"
-          "          yn[oc * {OHW} + oh * {OW} + ow] = v;\n"
+          "            yn[oc * {OHW} + oh * {OW} + ow] = v;\n"
+          "          }}\n"
+          "          j0 += run;\n"
           "        }}\n"
           "      }}\n",
           fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("Wp", Wp),
@@ -307,6 +490,10 @@ std::string lower_conv(LoweringContext& ctx) {
 uint64_t conv_scratch_bytes(const Node& node) {
   ConvGeometry c = conv_geometry(node);
   const Window& g = c.win;
+  if (is_winograd(node)) {
+    WinogradPlan p = winograd_plan(c);
+    return static_cast<uint64_t>(p.xp_floats + p.v_floats + p.m_floats + p.row_floats) * sizeof(float);
+  }
   bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
                    g.PW_END == 0;
   int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;

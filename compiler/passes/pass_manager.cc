@@ -37,7 +37,7 @@ void PassManager::run(Graph& graph, const PassOptions& options, std::ostream& lo
   }
 }
 
-PassManager default_pipeline(int64_t gemm_panel_width) {
+PassManager default_pipeline(int64_t gemm_panel_width, bool winograd) {
   PassManager pm;
   pm.add("fold_constants", fold_constants);
   pm.add("canonicalize", canonicalize);
@@ -46,6 +46,7 @@ PassManager default_pipeline(int64_t gemm_panel_width) {
   pm.add("fold_constants_2", fold_constants);
   pm.add("fuse_patterns", fuse_patterns);
   pm.add("split_wide_ops", split_wide_ops);
+  if (winograd) pm.add("winograd_weights", winograd_weights);
   pm.add("pack_weights", [gemm_panel_width](Graph& g) { pack_weights(g, gemm_panel_width); });
   pm.add("fuse_epilogues", fuse_epilogues);
   pm.add("eliminate_dead_code", eliminate_dead_code);

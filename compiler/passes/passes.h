@@ -29,6 +29,9 @@ void split_wide_ops(Graph& graph);
 // Lays out weights the way kernels read them: Gemm's B as [K,N]; with a panel width
 // (the target's GEMM tile width), constant GEMM B as tile-wide panels.
 void pack_weights(Graph& graph, int64_t panel_width = 0);
+// 3x3 stride-1 convolutions with constant weights → Winograd F(2x2, 3x3) weights
+// (attribute `winograd`), for the transform-and-GEMM kernel.
+void winograd_weights(Graph& graph);
 // Folds single-use elementwise consumers into the producing dispatch's epilogue.
 void fuse_epilogues(Graph& graph);
 // Removes nodes none of whose outputs reach a graph output.
@@ -50,7 +53,8 @@ class PassManager {
   std::vector<std::pair<std::string, std::function<void(Graph&)>>> passes_;
 };
 
-// `gemm_panel_width`: the target's GEMM tile width, for compile-time B panels (0: none).
-PassManager default_pipeline(int64_t gemm_panel_width = 0);
+// `gemm_panel_width`: the target's GEMM tile width, for compile-time B panels (0: none);
+// `winograd`: whether 3x3 convolutions may take the Winograd kernel.
+PassManager default_pipeline(int64_t gemm_panel_width = 0, bool winograd = false);
 
 }  // namespace ingot::passes

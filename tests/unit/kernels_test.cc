@@ -247,6 +247,33 @@ TEST_P(HostAndPortableKernelTest, ConvStride1AndDepthwise) {
   k.run({}, GetParam());
 }
 
+// Winograd F(2x2, 3x3) on every x86-64 tile: odd and even outputs (partial edge
+// tiles), asymmetric and no padding, a batch of two, tile counts below one block, at
+// a block with a remainder, and a fused residual Add + Relu epilogue.
+TEST_P(GemmKernelTest, WinogradConv) {
+  KernelCase k(470);
+  add_conv(k, {1, 16, 8, 8}, {16, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {1, 17, 13, 11}, {24, 17, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {2, 16, 9, 10}, {19, 16, 3, 3}, {{"pads", I{0, 1, 2, 0}}}, false);
+  add_conv(k, {1, 16, 7, 7}, {16, 16, 3, 3}, {});
+  add_conv(k, {1, 16, 30, 31}, {16, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}});  // 15 x 16 = 240 tiles
+  add_conv(k, {1, 16, 6, 6}, {16, 16, 3, 3}, {{"auto_pad", std::string("SAME_UPPER")}});
+  Value* res = k.input({1, 32, 14, 14});
+  Node* c = k.inner("Conv", {k.input({1, 24, 14, 14}), k.weight({32, 24, 3, 3}), k.weight({32})}, {{"pads", I{1, 1, 1, 1}}});
+  Node* add = k.inner("Add", {c->outputs[0], res});
+  k.output(k.inner("Relu", {add->outputs[0]})->outputs[0]);
+  testing::Compiled compiled = k.run(
+      [](Graph& g) {
+        passes::winograd_weights(g);
+        passes::fuse_epilogues(g);
+      },
+      GetParam());
+  int winograd = 0;
+  for (const auto& n : k.graph().nodes()) winograd += n->attr_int("winograd", 0) == 2;
+  EXPECT_EQ(winograd, 7);
+  EXPECT_NE(compiled.source.code.find("f32_winograd_f2k3_input"), std::string::npos);
+}
+
 // Window geometry: strides, pads, dilations, auto_pad, groups (direct and GEMM paths).
 TEST(KernelTest, ConvGeometry) {
   KernelCase k(450);

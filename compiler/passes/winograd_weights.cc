@@ -1,0 +1,54 @@
+#include "compiler/ops/op_table.h"
+#include "compiler/passes/passes.h"
+
+namespace ingot::passes {
+
+namespace {
+
+// 3x3, stride 1, no dilation, one group, constant weights, enough channels that the
+// 16 GEMMs amortize the transforms, and at least one whole 2x2 output tile.
+bool wants_winograd(const Node& node) {
+  if (node.op_type != "Conv" || node.attrs.count("winograd") || !node.inputs[1]->is_constant()) return false;
+  const Shape& x = node.inputs[0]->shape;
+  const Shape& w = node.inputs[1]->shape;
+  const Shape& y = node.outputs[0]->shape;
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4 || node.inputs[1]->dtype != DType::F32) return false;
+  if (w[2] != 3 || w[3] != 3 || node.attr_int("group", 1) != 1) return false;
+  for (int64_t s : node.attr_ints("strides"))
+    if (s != 1) return false;
+  for (int64_t d : node.attr_ints("dilations"))
+    if (d != 1) return false;
+  return w[0] >= 16 && w[1] >= 16 && y[2] >= 2 && y[3] >= 2;
+}
+
+}  // namespace
+
+// Winograd F(2x2, 3x3): U[xi = 4i + j][oc][ic] = (G g G^T)[i][j] for each 3x3 filter g,
+// computed in double. The kernel then runs 16 GEMMs on transformed input tiles.
+void winograd_weights(Graph& graph) {
+  static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  for (auto& owned : graph.nodes()) {
+    Node& node = *owned;
+    if (!wants_winograd(node)) continue;
+    const Tensor& w = *node.inputs[1]->constant;
+    int64_t oc_count = w.shape[0], ic_count = w.shape[1];
+    Tensor u(DType::F32, {16, oc_count, ic_count});
+    for (int64_t oc = 0; oc < oc_count; ++oc)
+      for (int64_t ic = 0; ic < ic_count; ++ic) {
+        const float* g = w.data<float>() + (oc * ic_count + ic) * 9;
+        double gg[4][3];  // G g
+        for (int i = 0; i < 4; ++i)
+          for (int c = 0; c < 3; ++c) gg[i][c] = G[i][0] * g[c] + G[i][1] * g[3 + c] + G[i][2] * g[6 + c];
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j) {
+            double v = gg[i][0] * G[j][0] + gg[i][1] * G[j][1] + gg[i][2] * G[j][2];
+            u.data<float>()[((4 * i + j) * oc_count + oc) * ic_count + ic] = static_cast<float>(v);
+          }
+      }
+    node.inputs[1] = graph.add_constant(graph.unique_name(node.name + ".winograd"), std::move(u));
+    node.attrs["winograd"] = int64_t{2};
+    node.attrs["kernel_shape"] = std::vector<int64_t>{3, 3};
+  }
+}
+
+}  // namespace ingot::passes
