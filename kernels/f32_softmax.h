@@ -6,14 +6,10 @@
 
 INGOT_INLINE void f32_softmax_portable(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, ingot_index_t N,
                                        ingot_index_t S, int log_softmax) {
-  float m = -1.0f / 0.0f;
-  for (ingot_index_t i = 0; i < N; ++i) m = x[i * S] > m ? x[i * S] : m;
-  float sum = 0.0f;
-  for (ingot_index_t i = 0; i < N; ++i) {
-    const float e = ingot_expf(x[i * S] - m);
-    if (!log_softmax) y[i * S] = e;
-    sum += e;
-  }
+  const float m = ingot_max_strided(x, N, S);
+  /* exp into y first (a loop that vectorizes), then one partial-sum pass. */
+  for (ingot_index_t i = 0; i < N; ++i) y[i * S] = ingot_expf(x[i * S] - m);
+  const float sum = ingot_sum_strided(y, N, S);
   if (log_softmax) {
     const float l = ingot_logf(sum);
     for (ingot_index_t i = 0; i < N; ++i) y[i * S] = x[i * S] - m - l;

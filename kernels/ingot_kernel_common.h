@@ -24,6 +24,56 @@ INGOT_INLINE float ingot_clip(float x, float lo, float hi) { return x < lo ? lo 
 INGOT_INLINE float ingot_absf(float x) { return x < 0.0f ? -x : x; }
 INGOT_INLINE float ingot_maxf(float a, float b) { return a > b ? a : b; }
 
+/* ---- reductions over contiguous (or strided) floats. Sixteen partial results, one
+ * per lane: the loop vectorizes without reassociating (each partial is a plain
+ * sequential sum of its lane) and no add waits on the previous one. On 32-bit cores
+ * the partials cost a little stack and nothing else. */
+INGOT_INLINE float ingot_sum_strided(const float* INGOT_RESTRICT x, ingot_index_t n, ingot_index_t stride) {
+  float part[16];
+  for (int l = 0; l < 16; ++l) part[l] = 0.0f;
+  const ingot_index_t full = n / 16 * 16;
+  for (ingot_index_t i = 0; i < full; i += 16)
+    for (int l = 0; l < 16; ++l) part[l] += x[(i + l) * stride];
+  float s = 0.0f;
+  for (int l = 0; l < 16; ++l) s += part[l];
+  for (ingot_index_t i = full; i < n; ++i) s += x[i * stride];
+  return s;
+}
+
+INGOT_INLINE float ingot_sum(const float* INGOT_RESTRICT x, ingot_index_t n) { return ingot_sum_strided(x, n, 1); }
+
+/* Sum of (x - c)^2 (a variance's numerator). */
+INGOT_INLINE float ingot_sum_sq_dev(const float* INGOT_RESTRICT x, ingot_index_t n, float c) {
+  float part[16];
+  for (int l = 0; l < 16; ++l) part[l] = 0.0f;
+  const ingot_index_t full = n / 16 * 16;
+  for (ingot_index_t i = 0; i < full; i += 16)
+    for (int l = 0; l < 16; ++l) {
+      const float d = x[i + l] - c;
+      part[l] += d * d;
+    }
+  float s = 0.0f;
+  for (int l = 0; l < 16; ++l) s += part[l];
+  for (ingot_index_t i = full; i < n; ++i) s += (x[i] - c) * (x[i] - c);
+  return s;
+}
+
+/* Largest element (NaN-free inputs; -inf for n = 0). */
+INGOT_INLINE float ingot_max_strided(const float* INGOT_RESTRICT x, ingot_index_t n, ingot_index_t stride) {
+  float part[16];
+  for (int l = 0; l < 16; ++l) part[l] = -1.0f / 0.0f;
+  const ingot_index_t full = n / 16 * 16;
+  for (ingot_index_t i = 0; i < full; i += 16)
+    for (int l = 0; l < 16; ++l) {
+      const float v = x[(i + l) * stride];
+      part[l] = v > part[l] ? v : part[l];
+    }
+  float m = -1.0f / 0.0f;
+  for (int l = 0; l < 16; ++l) m = part[l] > m ? part[l] : m;
+  for (ingot_index_t i = full; i < n; ++i) m = x[i * stride] > m ? x[i * stride] : m;
+  return m;
+}
+
 /* exp(x) = 2^k * exp(r), r = x - k*ln2 in [-ln2/2, ln2/2]; degree-6 polynomial for
  * exp(r) (relative error ~2e-7 on the range); 2^k built in the exponent bits, split in
  * two factors so results down to the denormals stay exact enough.

@@ -516,6 +516,18 @@ std::string lower_global_pool(LoweringContext& ctx) {
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_global_{}pool_{}", is_max ? "max" : is_lp ? "lp" : "avg", shape_str(s));
+  if (!is_lp) {
+    // Average and max: the partial-result reductions (they vectorize).
+    return fmt::format(
+        "  for (int64_t p = 0; p < {planes}; ++p) {{\n"
+        "    float v = {reduce}({x} + p * {size}, {size}, 1){scale};\n"
+        "{ep}"
+        "    {y}[p] = v;\n"
+        "  }}\n",
+        fmt::arg("planes", planes), fmt::arg("reduce", is_max ? "ingot_max_strided" : "ingot_sum_strided"),
+        fmt::arg("x", ctx.in[0]), fmt::arg("size", size), fmt::arg("scale", is_max ? "" : " * " + c_float(1.0 / size)),
+        fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "p") : ""), fmt::arg("y", ctx.out[0]));
+  }
   return fmt::format(
       "  for (int64_t p = 0; p < {planes}; ++p) {{\n"
       "    const float* xp = {x} + p * {size};\n"
