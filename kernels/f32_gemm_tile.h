@@ -18,9 +18,15 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
-INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
-                                            ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b, ingot_index_t ldb, ingot_index_t K,
-                                            ingot_index_t mr, ingot_index_t nr) {
+/* Activation applied to a finished tile while it is still in registers. */
+enum { INGOT_TILE_ACT_NONE = 0, INGOT_TILE_ACT_RELU = 1, INGOT_TILE_ACT_CLIP = 2 };
+
+/* C[mr x nr] = A * B, then (optionally) + bias[row] and an activation, then stored.
+ * ReLU maps NaN to 0 and Clip keeps it, as their references do. */
+INGOT_INLINE void f32_gemm_tile_8x48_avx512_act(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                                ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b,
+                                                ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
+                                                const float* INGOT_RESTRICT bias, int act, float lo, float hi) {
   __m512 acc[8][3];
   const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
   const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : (nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u));
@@ -51,11 +57,26 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index
 #pragma GCC unroll 8
   for (int r = 0; r < 8; ++r) {
     if (r < mr) {
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; ++v) {
+        if (bias) acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_set1_ps(bias[r]));
+        if (act == INGOT_TILE_ACT_RELU) acc[r][v] = _mm512_max_ps(acc[r][v], _mm512_setzero_ps());
+        if (act == INGOT_TILE_ACT_CLIP) {
+          acc[r][v] = _mm512_max_ps(_mm512_set1_ps(lo), acc[r][v]);
+          acc[r][v] = _mm512_min_ps(_mm512_set1_ps(hi), acc[r][v]);
+        }
+      }
       _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
       if (nr > 16) _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
       if (nr > 32) _mm512_mask_storeu_ps(c + r * ldc + 32, m2, acc[r][2]);
     }
   }
+}
+
+INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                            ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b, ingot_index_t ldb, ingot_index_t K,
+                                            ingot_index_t mr, ingot_index_t nr) {
+  f32_gemm_tile_8x48_avx512_act(c, ldc, a, lda, aks, b, ldb, K, mr, nr, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f);
 }
 #endif
 

@@ -339,7 +339,21 @@ std::string lower_conv(LoweringContext& ctx) {
                            tile.nr, g.C, g.H, g.W, g.OW, g.KH, g.KW, g.SH, g.SW, g.PH, g.PW, g.DH, g.DW, n0, nr);
       };
     }
-    loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile);
+    if (in_registers) {
+      // Bias and activation applied by the tile before its store: no second pass.
+      loops.tile_call = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+        std::string b = pointwise ? fmt::format("xn + {}", n0) : ctx.scratch;
+        int64_t ldb = pointwise ? HW : tile.nr;
+        return fmt::format("      f32_gemm_tile_8x48_avx512_act(yn + ({m0}) * {HW} + {n0}, {HW}, {w} + ({m0}) * {K}, {K}, 1, "
+                           "{b}, {ldb}, {K}, {mr}, {nr}, {bias}, {act});\n",
+                           fmt::arg("m0", m0), fmt::arg("HW", HW), fmt::arg("n0", n0), fmt::arg("w", ctx.in[1]),
+                           fmt::arg("K", K), fmt::arg("b", b), fmt::arg("ldb", ldb), fmt::arg("mr", mr), fmt::arg("nr", nr),
+                           fmt::arg("bias", node.input(2) ? fmt::format("{} + ({})", ctx.in[2], m0) : "0"),
+                           fmt::arg("act", in_registers->args));
+      };
+    }
+    if (!in_registers) loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
       std::string ep = epilogue(fmt::format("(n * {} + oc) * {} + {} + j", c.OC, HW, n0));
       if (bias.empty() && ep.empty()) return std::string();
       return fmt::format(

@@ -1,5 +1,8 @@
 #include "compiler/ops/gemm_lowering.h"
 
+#include <cmath>
+
+#include "compiler/ops/elementwise.h"
 #include "ingot/abi.h"
 
 namespace ingot::ops {
@@ -46,6 +49,21 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
   }
   if (rem_n > 0) s += "  {\n" + column_tile(std::to_string(full_n), rem_n) + "  }\n";
   return s;
+}
+
+std::optional<RegisterEpilogue> register_epilogue(const Node& node, const GemmTile& tile) {
+  if (tile.kernel != "f32_gemm_tile_8x48_avx512" || node.epilogue.size() > 1) return std::nullopt;
+  if (node.epilogue.empty()) return RegisterEpilogue{"INGOT_TILE_ACT_NONE, 0.0f, 0.0f"};
+  const EpilogueOp& op = node.epilogue[0];
+  if (op.operand) return std::nullopt;
+  if (op.op_type == "Relu") return RegisterEpilogue{"INGOT_TILE_ACT_RELU, 0.0f, 0.0f"};
+  if (op.op_type == "Clip" && (op.attrs.count("min") || op.attrs.count("max"))) {
+    float lo = op.attrs.count("min") ? attr_f(op.attrs, "min", 0.0f) : -INFINITY;
+    float hi = op.attrs.count("max") ? attr_f(op.attrs, "max", 0.0f) : INFINITY;
+    if (std::isnan(lo) || std::isnan(hi)) return std::nullopt;
+    return RegisterEpilogue{fmt::format("INGOT_TILE_ACT_CLIP, {}, {}", c_float(lo), c_float(hi))};
+  }
+  return std::nullopt;
 }
 
 }  // namespace ingot::ops

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "compiler/ops/op_table.h"
@@ -41,5 +42,15 @@ struct GemmLoops {
 };
 
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& tile);
+
+// An epilogue the AVX-512 tile applies in registers before its store: per-row bias,
+// then nothing, ReLU or Clip. `args` are the tile's trailing arguments after the
+// bias pointer ("INGOT_TILE_ACT_CLIP, 0.0f, 6.0f").
+struct RegisterEpilogue {
+  std::string args;
+};
+// The node's fused epilogue as a register epilogue, when it is one (empty, one ReLU
+// or one Clip) and the tile supports it; nullopt otherwise.
+std::optional<RegisterEpilogue> register_epilogue(const Node& node, const GemmTile& tile);
 
 }  // namespace ingot::ops

@@ -247,6 +247,28 @@ TEST_P(HostAndPortableKernelTest, ConvStride1AndDepthwise) {
   k.run({}, GetParam());
 }
 
+// Bias and ReLU / Clip applied by the AVX-512 tile in registers (other tiles take the
+// per-tile pass): pointwise and strided convolutions, with and without bias, Clip
+// with both bounds and with one, rows and columns off the tile edges.
+TEST_P(GemmKernelTest, ConvRegisterEpilogues) {
+  KernelCase k(480);
+  auto conv_then = [&](Shape xs, Shape ws, ops::Attrs attrs, bool bias, const std::string& act, ops::Attrs act_attrs) {
+    std::vector<Value*> in = {k.input(xs, -2, 2), k.weight(ws)};
+    if (bias) in.push_back(k.weight({ws[0]}));
+    Node* c = k.inner("Conv", in, std::move(attrs));
+    k.output(k.inner(act, {c->outputs[0]}, std::move(act_attrs))->outputs[0]);
+  };
+  conv_then({1, 16, 7, 7}, {33, 16, 1, 1}, {}, true, "Relu", {});
+  conv_then({1, 5, 9, 11}, {12, 5, 1, 1}, {}, false, "Relu", {});
+  conv_then({1, 8, 13, 13}, {17, 8, 1, 1}, {}, true, "Clip", {{"min", 0.0f}, {"max", 0.5f}});
+  conv_then({1, 3, 15, 17}, {10, 3, 3, 3}, {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}}, true, "Clip",
+            {{"min", -0.25f}});
+  conv_then({1, 3, 15, 17}, {9, 3, 3, 3}, {{"strides", I{2, 2}}}, true, "Clip", {{"max", 0.25f}});
+  testing::Compiled c = k.run(passes::fuse_epilogues, GetParam());
+  bool avx512 = (target::resolve(GetParam()).features & INGOT_FEATURE_AVX512F) != 0;
+  EXPECT_EQ(c.source.code.find("f32_gemm_tile_8x48_avx512_act(") != std::string::npos, avx512);
+}
+
 // Winograd F(2x2, 3x3) on every x86-64 tile: odd and even outputs (partial edge
 // tiles), asymmetric and no padding, a batch of two, tile counts below one block, at
 // a block with a remainder, and a fused residual Add + Relu epilogue.
