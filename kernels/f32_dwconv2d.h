@@ -83,16 +83,18 @@ INGOT_INLINE void f32_dwconv2d_plane_portable(float* INGOT_RESTRICT y, const flo
 }
 
 /* Stride-1 depthwise plane on a zero-padded copy: |xp| is the plane padded to
- * Hp x Wp (plus a tail of at least (KW-1)*DW zeros), |yp| receives OH x Wp outputs in
- * padded-width numbering (columns past OW are junk the caller drops). Every tap is
- * one long contiguous multiply-add over the flat plane, so it vectorizes fully
- * whatever the plane's width. */
+ * Hp x Wp (plus a tail of at least (KW-1)*DW + 16 zeros), |yp| (room for OH x Wp + 15
+ * floats) receives OH x Wp outputs in padded-width numbering (columns past OW are
+ * junk the caller drops). Every tap is one long contiguous multiply-add over the flat
+ * plane, so it vectorizes fully whatever the plane's width. */
 INGOT_INLINE void f32_dwconv2d_shifted_plane(float* INGOT_RESTRICT yp, const float* INGOT_RESTRICT xp,
                                              const float* INGOT_RESTRICT w, ingot_index_t OH, ingot_index_t Wp, ingot_index_t KH,
                                              ingot_index_t KW, ingot_index_t DH, ingot_index_t DW) {
   /* All taps accumulate in registers per output vector: one store per output instead
    * of a load and a store per tap. */
-  const ingot_index_t n = OH * Wp;
+  /* Rounded up to whole 16-float vectors so no scalar remainder loop runs: the extra
+   * outputs are junk like the padded columns, and the caller's buffers have room. */
+  const ingot_index_t n = (OH * Wp + 15) / 16 * 16;
   for (ingot_index_t i = 0; i < n; ++i) {
     float acc = 0.0f;
     for (ingot_index_t kh = 0; kh < KH; ++kh)

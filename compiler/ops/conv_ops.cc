@@ -520,7 +520,7 @@ uint64_t conv_scratch_bytes(const Node& node) {
   }
   if (c.ICG == 1 && c.OCG == 1 && g.SH == 1 && g.SW == 1) {
     // Depthwise, stride 1: one padded plane (+ tail) and one padded-width output plane.
-    floats = std::max<uint64_t>(floats, (Hp * Wp + tail + 15) / 16 * 16 + g.OH * Wp);
+    floats = std::max<uint64_t>(floats, (Hp * Wp + tail + 15) / 16 * 16 + g.OH * Wp + 15);
   }
   if (c.G == 1 && !pointwise) {
     // An im2col panel per column tile, or (stride 1) padded planes + one 8x48 C tile.
