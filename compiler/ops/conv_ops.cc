@@ -14,6 +14,8 @@ namespace {
 
 // ---- Conv ----
 bool is_winograd(const Node& node) { return node.attr_int("winograd", 0) == 2; }
+// Nonzero: a pointwise convolution whose weights are W^T in panels of this width.
+int64_t transposed_panel_width(const Node& node) { return node.attr_int("b_panel_width", 0); }
 
 struct ConvGeometry {
   Window win;
@@ -32,6 +34,18 @@ ConvGeometry conv_geometry(const Node& node) {
     c.win = window_geometry(node, x, {3, 3}, false);
     c.OC = w[1];
     c.ICG = w[2];
+    c.OCG = c.OC;
+    if (x[1] != c.ICG) fail("{}: weights have {} input channels, input gives {}", node.describe(), c.ICG, x[1]);
+    if (node.input(2) && node.inputs[2]->numel() != c.OC) fail("{}: bias has {} elements, expected {}", node.describe(), node.inputs[2]->numel(), c.OC);
+    return c;
+  }
+  if (int64_t width = transposed_panel_width(node)) {
+    // Pointwise weights stored transposed in panels (pack_weights): [ceil(OC / width), C, width].
+    c.OC = node.attr_int("b_cols", 0);
+    if (w.size() != 3 || w[2] != width || x.size() != 4 || c.G != 1 || c.OC <= 0 || w[0] != (c.OC + width - 1) / width)
+      fail("{}: transposed weight panels {} do not fit input {}", node.describe(), shape_str(w), shape_str(x));
+    c.win = window_geometry(node, x, {1, 1}, false);
+    c.ICG = w[1];
     c.OCG = c.OC;
     if (x[1] != c.ICG) fail("{}: weights have {} input channels, input gives {}", node.describe(), c.ICG, x[1]);
     if (node.input(2) && node.inputs[2]->numel() != c.OC) fail("{}: bias has {} elements, expected {}", node.describe(), node.inputs[2]->numel(), c.OC);
@@ -112,6 +126,14 @@ void reference_conv(const Node& node, const std::vector<const Tensor*>& in, std:
   const Window& g = c.win;
   const float* x = in[0]->data<float>();
   const float* w = in[1]->data<float>();
+  std::vector<float> unpacked;
+  if (int64_t width = transposed_panel_width(node)) {
+    // Back to [OC, C] from the transposed panels.
+    unpacked.resize(c.OC * c.ICG);
+    for (int64_t oc = 0; oc < c.OC; ++oc)
+      for (int64_t k = 0; k < c.ICG; ++k) unpacked[oc * c.ICG + k] = w[((oc / width) * c.ICG + k) * width + oc % width];
+    w = unpacked.data();
+  }
   const float* b = in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr;
   float* y = out[0].data<float>();
   for (int64_t n = 0; n < g.N; ++n)
@@ -169,6 +191,51 @@ std::string lower_conv(LoweringContext& ctx) {
   bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
                    g.PW_END == 0 && c.G == 1;
   int64_t HW = g.OH * g.OW;
+  if (int64_t width = transposed_panel_width(node)) {
+    // Transposed pointwise: C^T[HW, OC] = X^T[HW, C] * W^T[C, OC]. Pixels are the tile's
+    // rows (read from X with a k stride of HW), output channels its columns (W^T
+    // panels); each finished tile is written back transposed with bias and epilogue.
+    GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+    if (tile.nr != width) fail("{}: weights packed {} wide, but this target's tile is {} wide", node.describe(), width, tile.nr);
+    if (ctx.scratch.empty()) fail("{}: the transposed pointwise kernel needs scratch", node.describe());
+    ctx.headers.insert("f32_gemm_tile.h");
+    ctx.kernel_name = fmt::format("f32_conv1x1_s1_transposed_{}_{}", tile.kernel.substr(tile.kernel.rfind('_') + 1),
+                                  shape_str(node.outputs[0]->shape));
+    GemmLoops loops;
+    loops.M = HW;
+    loops.N = c.OC;
+    loops.K = c.ICG;
+    loops.tile_call = [&, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+      return fmt::format("      {kernel}(ct, {nrw}, xn + ({m0}), 1, {HW}, {w} + ({n0}) / {nrw} * {panel}, {nrw}, {K}, {mr}, {nr});\n",
+                         fmt::arg("kernel", tile.kernel), fmt::arg("nrw", width), fmt::arg("m0", m0), fmt::arg("HW", HW),
+                         fmt::arg("w", ctx.in[1]), fmt::arg("n0", n0), fmt::arg("panel", c.ICG * width),
+                         fmt::arg("K", c.ICG), fmt::arg("mr", mr), fmt::arg("nr", nr));
+    };
+    loops.after_tile = [&, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+      return fmt::format(
+          "      for (int64_t j = 0; j < {nr}; ++j) {{\n"
+          "        const int64_t oc = {n0} + j;\n"
+          "        float* col = yn + oc * {HW} + ({m0});\n"
+          "        for (int64_t r = 0; r < {mr}; ++r) {{\n"
+          "          float v = ct[r * {nrw} + j]{bias};\n"
+          "{ep}"
+          "          col[r] = v;\n"
+          "        }}\n"
+          "      }}\n",
+          fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("HW", HW), fmt::arg("m0", m0), fmt::arg("mr", mr),
+          fmt::arg("nrw", width), fmt::arg("bias", bias),
+          fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + ({}) + r", c.OC, HW, m0))));
+    };
+    return fmt::format(
+        "  float* ct = {scratch};\n"
+        "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+        "    const float* xn = {x} + n * {CHW};\n"
+        "    float* yn = {y} + n * {OCHW};\n"
+        "{loops}"
+        "  }}\n",
+        fmt::arg("scratch", ctx.scratch), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
+        fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("loops", emit_gemm_loops(loops, tile)));
+  }
   if (is_winograd(node)) {
     if (ctx.scratch.empty()) fail("{}: the Winograd kernel needs scratch", node.describe());
     WinogradPlan p = winograd_plan(c);
@@ -508,6 +575,7 @@ uint64_t conv_scratch_bytes(const Node& node) {
     WinogradPlan p = winograd_plan(c);
     return static_cast<uint64_t>(p.xp_floats + p.v_floats + p.m_floats + p.row_floats) * sizeof(float);
   }
+  if (transposed_panel_width(node) > 0) return static_cast<uint64_t>(8 * transposed_panel_width(node)) * sizeof(float);
   bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
                    g.PW_END == 0;
   int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;

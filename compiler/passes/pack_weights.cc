@@ -27,17 +27,49 @@ bool is_constant_2d_f32(const Value* v) {
   return v->is_constant() && v->dtype == DType::F32 && v->shape.size() == 2;
 }
 
+// A pointwise convolution (1x1, stride 1, no padding, one group) over so few pixels
+// that vectors along them would be mostly padding (7x7 = 49 pixels fill 64 lanes):
+// computed transposed, pixels as the GEMM's rows and output channels as its columns,
+// it needs the weights as B = W^T in panels.
+bool wants_transposed_pointwise(const Node& node) {
+  if (node.op_type != "Conv" || node.attrs.count("b_panel_width") || !node.inputs[1]->is_constant()) return false;
+  const Shape& x = node.inputs[0]->shape;
+  const Shape& w = node.inputs[1]->shape;
+  if (x.size() != 4 || w.size() != 4 || w[2] != 1 || w[3] != 1 || node.attr_int("group", 1) != 1) return false;
+  for (int64_t s : node.attr_ints("strides"))
+    if (s != 1) return false;
+  for (int64_t p : node.attr_ints("pads"))
+    if (p != 0) return false;
+  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
+  int64_t pixels = x[2] * x[3];
+  return w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
+}
+
 }  // namespace
 
 // Gemm kernels read B as row-major [K, N]; a constant B stored [N, K] (transB = 1, as
 // every Linear layer exports) is transposed once here instead of at every call. With a
 // panel width (the target's GEMM tile width), constant B of Gemm and of a MatMul whose
 // B is one 2-D matrix is then stored as tile-wide panels; the node records the width
-// and the logical column count (attributes `b_panel_width`, `b_cols`).
+// and the logical column count (attributes `b_panel_width`, `b_cols`). A pointwise
+// convolution over few pixels gets its weights transposed into such panels too.
 void pack_weights(Graph& graph, int64_t panel_width) {
   for (auto& owned : graph.nodes()) {
     Node& node = *owned;
     bool gemm = node.op_type == "Gemm", matmul = node.op_type == "MatMul";
+    if (panel_width > 0 && wants_transposed_pointwise(node)) {
+      const Tensor& w = *node.inputs[1]->constant;
+      int64_t oc = w.shape[0], k = w.shape[1];
+      Tensor wt(DType::F32, {k, oc});
+      for (int64_t i = 0; i < oc; ++i)
+        for (int64_t j = 0; j < k; ++j) wt.data<float>()[j * oc + i] = w.data<float>()[i * k + j];
+      node.inputs[1] = graph.add_constant(graph.unique_name(node.name + ".wt_panels"), to_panels(wt, panel_width));
+      node.attrs["b_panel_width"] = panel_width;
+      node.attrs["b_cols"] = oc;
+      node.attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+      continue;
+    }
     if ((!gemm && !matmul) || node.attrs.count("b_panel_width") || !is_constant_2d_f32(node.inputs[1])) continue;
     if (gemm && node.attr_int("transB", 0) != 0) {
       const Tensor& b = *node.inputs[1]->constant;

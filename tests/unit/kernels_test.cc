@@ -269,6 +269,31 @@ TEST_P(GemmKernelTest, ConvRegisterEpilogues) {
   EXPECT_EQ(c.source.code.find("f32_gemm_tile_8x48_avx512_act(") != std::string::npos, avx512);
 }
 
+// Pointwise convolutions over few pixels run transposed (pixels as rows, W^T panels
+// packed at compile time): 7x7, 3x6 and 1x1 images, channel counts off the tile
+// width, a batch of two, bias or none, and a fused residual Add + ReLU.
+TEST_P(GemmKernelTest, TransposedPointwiseConv) {
+  const ops::GemmTile tile = ops::gemm_tile_for(target::resolve(GetParam()).features);
+  KernelCase k(490);
+  add_conv(k, {1, 19, 7, 7}, {53, 19, 1, 1}, {});
+  add_conv(k, {2, 8, 3, 6}, {16, 8, 1, 1}, {}, false);
+  add_conv(k, {1, 33, 1, 1}, {tile.nr + 1, 33, 1, 1}, {});
+  Value* res = k.input({1, 24, 7, 7});
+  Node* c = k.inner("Conv", {k.input({1, 40, 7, 7}), k.weight({24, 40, 1, 1}), k.weight({24})});
+  Node* add = k.inner("Add", {res, c->outputs[0]});
+  k.output(k.inner("Relu", {add->outputs[0]})->outputs[0]);
+  add_conv(k, {1, 8, 8, 8}, {16, 8, 1, 1}, {});  // 64 pixels: the usual orientation
+  testing::Compiled compiled = k.run(
+      [&](Graph& g) {
+        passes::pack_weights(g, tile.nr);
+        passes::fuse_epilogues(g);
+      },
+      GetParam());
+  int transposed = 0;
+  for (const auto& n : k.graph().nodes()) transposed += n->op_type == "Conv" && n->attr_int("b_panel_width", 0) == tile.nr;
+  EXPECT_EQ(transposed, 4);
+}
+
 // Winograd F(2x2, 3x3) on every x86-64 tile: odd and even outputs (partial edge
 // tiles), asymmetric and no padding, a batch of two, tile counts below one block, at
 // a block with a remainder, and a fused residual Add + Relu epilogue.
