@@ -65,7 +65,8 @@ void compile(const CompileOptions& options) {
   // Every stage after import is a pass or stage the dump flags can name.
   passes::PassManager pipeline =
       passes::default_pipeline(ops::gemm_tile_for(target.features, target.arch).nr,
-                               /*winograd=*/target.arch != INGOT_ARCH_ARM_CORTEX_M);
+                               /*winograd=*/target.arch != INGOT_ARCH_ARM_CORTEX_M,
+                               /*fuse_blocks=*/(target.features & INGOT_FEATURE_AVX512F) != 0);
   passes::PassOptions pass_options;
   pass_options.time_passes = options.time_passes;
   std::vector<std::string> stage_names = {"plan", "codegen"};

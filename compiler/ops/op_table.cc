@@ -13,6 +13,7 @@ const std::map<std::string, OpDef>& table() {
     register_shape_ops(m);
     register_nn_ops(m);
     register_conv_ops(m);
+    register_block_ops(m);
     register_gemm_ops(m);
     register_math_ops(m);
     register_reduce_ops(m);

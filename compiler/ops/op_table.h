@@ -84,6 +84,7 @@ void register_elementwise_ops(std::map<std::string, OpDef>& table);
 void register_shape_ops(std::map<std::string, OpDef>& table);
 void register_nn_ops(std::map<std::string, OpDef>& table);
 void register_conv_ops(std::map<std::string, OpDef>& table);
+void register_block_ops(std::map<std::string, OpDef>& table);     // fused MobileNet blocks
 void register_gemm_ops(std::map<std::string, OpDef>& table);
 void register_math_ops(std::map<std::string, OpDef>& table);      // more elementwise math, logic, comparison
 void register_reduce_ops(std::map<std::string, OpDef>& table);    // reductions, ArgMax/ArgMin

@@ -34,6 +34,9 @@ void pack_weights(Graph& graph, int64_t panel_width = 0);
 void winograd_weights(Graph& graph);
 // Folds single-use elementwise consumers into the producing dispatch's epilogue.
 void fuse_epilogues(Graph& graph);
+// MobileNet's expand → depthwise → project chains → one InvertedResidual node computed
+// band by band (after fuse_epilogues; AVX-512 targets).
+void fuse_inverted_residuals(Graph& graph);
 // Removes nodes none of whose outputs reach a graph output.
 void eliminate_dead_code(Graph& graph);
 
@@ -54,7 +57,8 @@ class PassManager {
 };
 
 // `gemm_panel_width`: the target's GEMM tile width, for compile-time B panels (0: none);
-// `winograd`: whether 3x3 convolutions may take the Winograd kernel.
-PassManager default_pipeline(int64_t gemm_panel_width = 0, bool winograd = false);
+// `winograd`: whether 3x3 convolutions may take the Winograd kernel; `fuse_blocks`:
+// whether MobileNet blocks become one banded dispatch (AVX-512 targets).
+PassManager default_pipeline(int64_t gemm_panel_width = 0, bool winograd = false, bool fuse_blocks = false);
 
 }  // namespace ingot::passes

@@ -294,6 +294,45 @@ TEST_P(GemmKernelTest, TransposedPointwiseConv) {
   EXPECT_EQ(transposed, 4);
 }
 
+// MobileNet blocks fused into one banded InvertedResidual dispatch (AVX-512 host
+// only): stride 1 with a residual Add, stride 2 on odd and even sizes, channel counts
+// off the tile sizes, ReLU and Clip activations, images tall enough for several bands
+// (expand rows carried from one band to the next).
+TEST(KernelTest, InvertedResidualBlocks) {
+  if (!testing::host_can_run("x86_64-avx512")) GTEST_SKIP() << "this CPU cannot run AVX-512 code";
+  KernelCase k(495);
+  auto block = [&](Value* x, int64_t c, int64_t e, int64_t o, int64_t stride, const std::string& act, Value* residual) {
+    ops::Attrs clip = act == "Clip" ? ops::Attrs{{"min", 0.0f}, {"max", 0.75f}} : ops::Attrs{};
+    Node* ex = k.inner("Conv", {x, k.weight({e, c, 1, 1}), k.weight({e})});
+    Node* ea = k.inner(act, {ex->outputs[0]}, clip);
+    Node* dw = k.inner("Conv", {ea->outputs[0], k.weight({e, 1, 3, 3}), k.weight({e})},
+                       {{"group", e}, {"pads", I{1, 1, 1, 1}}, {"strides", I{stride, stride}}});
+    Node* da = k.inner(act, {dw->outputs[0]}, clip);
+    Node* pr = k.inner("Conv", {da->outputs[0], k.weight({o, e, 1, 1}), k.weight({o})});
+    Value* out = pr->outputs[0];
+    if (residual) out = k.inner("Add", {out, residual})->outputs[0];
+    k.output(out);
+  };
+  Value* x1 = k.input({1, 16, 37, 23});
+  block(x1, 16, 96, 16, 1, "Clip", x1);
+  block(k.input({1, 8, 41, 30}), 8, 44, 12, 2, "Relu", nullptr);
+  block(k.input({1, 24, 56, 56}), 24, 144, 24, 2, "Clip", nullptr);
+  block(k.input({1, 12, 9, 7}), 12, 72, 20, 1, "Relu", nullptr);
+  Value* x5 = k.input({1, 16, 64, 61});  // stride 1 in five bands of 13 rows, the last one short
+  block(x5, 16, 96, 16, 1, "Clip", x5);
+  testing::Compiled c = k.run(
+      [](Graph& g) {
+        passes::fuse_epilogues(g);
+        passes::fuse_inverted_residuals(g);
+        passes::eliminate_dead_code(g);
+      },
+      "x86_64-avx512");
+  int blocks = 0;
+  for (const auto& n : k.graph().nodes()) blocks += n->op_type == "InvertedResidual";
+  EXPECT_EQ(blocks, 5);
+  EXPECT_EQ(dispatch_count(c.plan), 5u);
+}
+
 // Winograd F(2x2, 3x3) on every x86-64 tile: odd and even outputs (partial edge
 // tiles), asymmetric and no padding, a batch of two, tile counts below one block, at
 // a block with a remainder, and a fused residual Add + Relu epilogue.

@@ -1,0 +1,340 @@
+// InvertedResidual: MobileNet's expand (1x1) → depthwise 3x3 → project (1x1) as one
+// dispatch (made by passes::fuse_inverted_residuals). Inputs: x [1, C, H, W], expand
+// weights [E, C, 1, 1] and bias [E], depthwise weights [E, 1, 3, 3] and bias [E],
+// project weights [O, E, 1, 1] and bias [O]. Attributes: stride (1 or 2; the depthwise
+// pads 1 on every side), expand_act / dw_act ("Relu" or "Clip", with expand_min,
+// expand_max, dw_min, dw_max). The project's fused epilogue is the node's epilogue.
+#include <algorithm>
+#include <cmath>
+
+#include "compiler/ops/elementwise.h"
+#include "compiler/ops/gemm_lowering.h"
+#include "compiler/ops/op_table.h"
+#include "compiler/ops/window.h"
+#include "ingot/abi.h"
+
+namespace ingot::ops {
+
+namespace {
+
+struct BlockGeometry {
+  int64_t C, H, W, E, O, S, OH, OW;
+};
+
+BlockGeometry block_geometry(const Node& node) {
+  if (node.inputs.size() != 7) fail("{}: expects 7 inputs, got {}", node.describe(), node.inputs.size());
+  const Shape& x = node.inputs[0]->shape;
+  const Shape& we = node.inputs[1]->shape;
+  const Shape& wd = node.inputs[3]->shape;
+  const Shape& wp = node.inputs[5]->shape;
+  BlockGeometry g;
+  g.S = node.attr_int("stride", 1);
+  if (x.size() != 4 || x[0] != 1 || we.size() != 4 || wd.size() != 4 || wp.size() != 4 || (g.S != 1 && g.S != 2))
+    fail("{}: unexpected shapes {} {} {} {}", node.describe(), shape_str(x), shape_str(we), shape_str(wd), shape_str(wp));
+  g.C = x[1];
+  g.H = x[2];
+  g.W = x[3];
+  g.E = we[0];
+  g.O = wp[0];
+  if (we != Shape{g.E, g.C, 1, 1} || wd != Shape{g.E, 1, 3, 3} || wp != Shape{g.O, g.E, 1, 1})
+    fail("{}: weights {} {} {} do not chain", node.describe(), shape_str(we), shape_str(wd), shape_str(wp));
+  if (node.inputs[2]->numel() != g.E || node.inputs[4]->numel() != g.E || node.inputs[6]->numel() != g.O)
+    fail("{}: bias sizes do not match the channels", node.describe());
+  g.OH = (g.H - 1) / g.S + 1;
+  g.OW = (g.W - 1) / g.S + 1;
+  return g;
+}
+
+void infer_block(Node& node) {
+  for (size_t i = 0; i < 7; ++i) require_f32(node, i);
+  BlockGeometry g = block_geometry(node);
+  set_output(node, 0, DType::F32, {1, g.O, g.OH, g.OW});
+}
+
+struct Activation {
+  std::string op;  // "", "Relu", "Clip"
+  float lo = -INFINITY, hi = INFINITY;
+};
+
+Activation activation(const Node& node, const std::string& prefix) {
+  Activation a;
+  a.op = node.attr_string(prefix + "act", "");
+  if (a.op == "Clip") {
+    if (node.has_attr(prefix + "min")) a.lo = node.attr_float(prefix + "min", 0.0f);
+    if (node.has_attr(prefix + "max")) a.hi = node.attr_float(prefix + "max", 0.0f);
+  } else if (!a.op.empty() && a.op != "Relu") {
+    fail("{}: activation '{}' is not supported", node.describe(), a.op);
+  }
+  return a;
+}
+
+double apply(const Activation& a, double v) {
+  if (a.op == "Relu") return v > 0 ? v : 0.0;
+  if (a.op == "Clip") return v < a.lo ? a.lo : (v > a.hi ? a.hi : v);
+  return v;
+}
+
+// The three convolutions one after the other, each rounded to float like the
+// separate ops would store it.
+void reference_block(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  BlockGeometry g = block_geometry(node);
+  Activation ea = activation(node, "expand_"), da = activation(node, "dw_");
+  const float* x = in[0]->data<float>();
+  auto p = [&](int i) { return in[i]->data<float>(); };
+  std::vector<float> e(g.E * g.H * g.W), d(g.E * g.OH * g.OW);
+  for (int64_t c = 0; c < g.E; ++c)
+    for (int64_t i = 0; i < g.H * g.W; ++i) {
+      double acc = p(2)[c];
+      for (int64_t k = 0; k < g.C; ++k) acc += static_cast<double>(p(1)[c * g.C + k]) * x[k * g.H * g.W + i];
+      e[c * g.H * g.W + i] = static_cast<float>(apply(ea, static_cast<float>(acc)));
+    }
+  for (int64_t c = 0; c < g.E; ++c)
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        double acc = p(4)[c];
+        for (int64_t kh = 0; kh < 3; ++kh)
+          for (int64_t kw = 0; kw < 3; ++kw) {
+            int64_t ih = oh * g.S - 1 + kh, iw = ow * g.S - 1 + kw;
+            if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+            acc += static_cast<double>(p(3)[c * 9 + kh * 3 + kw]) * e[(c * g.H + ih) * g.W + iw];
+          }
+        d[(c * g.OH + oh) * g.OW + ow] = static_cast<float>(apply(da, static_cast<float>(acc)));
+      }
+  float* y = out[0].data<float>();
+  int64_t ohw = g.OH * g.OW;
+  for (int64_t o = 0; o < g.O; ++o)
+    for (int64_t i = 0; i < ohw; ++i) {
+      double acc = p(6)[o];
+      for (int64_t k = 0; k < g.E; ++k) acc += static_cast<double>(p(5)[o * g.E + k]) * d[k * ohw + i];
+      y[o * ohw + i] = static_cast<float>(acc);
+    }
+}
+
+// Band sizes and the scratch they need.
+struct BlockPlan {
+  int64_t OB;       // output rows per band
+  int64_t RB;       // expand rows a band needs at most
+  int64_t Wp, Wq;   // padded width (stride 1), column-parity width (stride 2)
+  int64_t ebuf, plane, dbuf;  // floats: expand rows [E][RB][W], one padded plane (or the two parity planes), depthwise rows [E][OB][OW]
+};
+
+BlockPlan block_plan(const BlockGeometry& g) {
+  BlockPlan p;
+  // Expand rows and depthwise rows of one band within ~640 KB, so they stay in L2.
+  int64_t per_row = g.E * (g.S * g.W + g.OW);
+  p.OB = std::clamp<int64_t>(163840 / std::max<int64_t>(per_row, 1), 1, g.OH);
+  p.RB = (p.OB - 1) * g.S + 3;
+  p.Wp = g.W + 2;
+  p.Wq = (p.Wp + 1) / 2 + 2;
+  p.ebuf = g.E * p.RB * g.W;
+  if (g.S == 1)
+    p.plane = ((p.OB + 2) * p.Wp + 32 + 15) / 16 * 16 + (p.OB * p.Wp + 16 + 15) / 16 * 16;  // xp (+ tail), yp
+  else
+    p.plane = 2 * ((p.RB + 1) * p.Wq + 15) / 16 * 16;  // xe, xo
+  p.dbuf = g.E * p.OB * g.OW;
+  return p;
+}
+
+uint64_t block_scratch_bytes(const Node& node) {
+  BlockPlan p = block_plan(block_geometry(node));
+  return static_cast<uint64_t>(p.ebuf + p.plane + p.dbuf) * sizeof(float);
+}
+
+std::string act_args(const Activation& a) {
+  if (a.op == "Relu") return "INGOT_TILE_ACT_RELU, 0.0f, 0.0f";
+  if (a.op == "Clip") return fmt::format("INGOT_TILE_ACT_CLIP, {}, {}", c_float(a.lo), c_float(a.hi));
+  return "INGOT_TILE_ACT_NONE, 0.0f, 0.0f";
+}
+
+std::string act_expr(const Activation& a) {
+  if (a.op == "Relu") return "      v = v > 0.0f ? v : 0.0f;\n";
+  if (a.op == "Clip")
+    return fmt::format("      v = v < {lo} ? {lo} : v;\n      v = v > {hi} ? {hi} : v;\n", fmt::arg("lo", c_float(a.lo)),
+                       fmt::arg("hi", c_float(a.hi)));
+  return "";
+}
+
+std::string lower_block(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  if (!(ctx.target_features & INGOT_FEATURE_AVX512F)) fail("{}: needs an AVX-512 target", node.describe());
+  if (ctx.scratch.empty()) fail("{}: needs scratch", node.describe());
+  BlockGeometry g = block_geometry(node);
+  BlockPlan p = block_plan(g);
+  Activation ea = activation(node, "expand_"), da = activation(node, "dw_");
+  ctx.headers.insert("f32_gemm_tile.h");
+  ctx.headers.insert("f32_dwconv2d.h");
+  ctx.epilogue_applied = true;
+  ctx.kernel_name = fmt::format("f32_inverted_residual_s{}_avx512_{}x{}x{}_{}", g.S, g.C, g.E, g.O,
+                                shape_str(node.outputs[0]->shape));
+  const std::string x = ctx.in[0], we = ctx.in[1], be = ctx.in[2], wd = ctx.in[3], bd = ctx.in[4], wp = ctx.in[5],
+                    bp = ctx.in[6], y = ctx.out[0];
+  const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
+
+  // Project: register epilogue when the node's epilogue allows, else a per-tile pass.
+  GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+  std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile);
+  auto project_tile = [&](const std::string& nr) {
+    std::string s;
+    s += fmt::format("        for (int64_t m0 = 0; m0 < {}; m0 += 8) {{\n", g.O / 8 * 8);
+    auto call = [&](const std::string& m0, int64_t mr) {
+      std::string t;
+      if (in_registers) {
+        t += fmt::format("          f32_gemm_tile_8x48_avx512_act(yb + ({m0}) * {OHW} + n0, {OHW}, {wp} + ({m0}) * {E}, {E}, 1, "
+                         "db + n0, {ldb}, {E}, {mr}, {nr}, {bp} + ({m0}), {act});\n",
+                         fmt::arg("m0", m0), fmt::arg("OHW", OHW), fmt::arg("wp", wp), fmt::arg("E", g.E),
+                         fmt::arg("ldb", p.OB * g.OW), fmt::arg("mr", mr), fmt::arg("nr", nr), fmt::arg("bp", bp),
+                         fmt::arg("act", in_registers->args));
+        return t;
+      }
+      t += fmt::format("          f32_gemm_tile_8x48_avx512(yb + ({m0}) * {OHW} + n0, {OHW}, {wp} + ({m0}) * {E}, {E}, 1, "
+                       "db + n0, {ldb}, {E}, {mr}, {nr});\n",
+                       fmt::arg("m0", m0), fmt::arg("OHW", OHW), fmt::arg("wp", wp), fmt::arg("E", g.E),
+                       fmt::arg("ldb", p.OB * g.OW), fmt::arg("mr", mr), fmt::arg("nr", nr));
+      t += fmt::format(
+          "          for (int64_t r = 0; r < {mr}; ++r) {{\n"
+          "            const int64_t oc = {m0} + r;\n"
+          "            float* row = yb + oc * {OHW} + n0;\n"
+          "            for (int64_t j = 0; j < {nr}; ++j) {{\n"
+          "              float v = row[j] + {bp}[oc];\n"
+          "{ep}"
+          "              row[j] = v;\n"
+          "            }}\n"
+          "          }}\n",
+          fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("OHW", OHW), fmt::arg("nr", nr), fmt::arg("bp", bp),
+          fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", fmt::format("oc * {} + o0 * {} + n0 + j", OHW, g.OW)) : ""));
+      return t;
+    };
+    s += call("m0", 8);
+    s += "        }\n";
+    if (g.O % 8) s += call(std::to_string(g.O / 8 * 8), g.O % 8);
+    return s;
+  };
+  // Expand: rows [h_new, h_hi) of the image into ebuf rows from `keep` on.
+  auto expand_tile = [&](const std::string& nr) {
+    std::string s = fmt::format("        for (int64_t m0 = 0; m0 < {}; m0 += 8)\n", g.E / 8 * 8);
+    auto call = [&](const std::string& m0, int64_t mr) {
+      return fmt::format(
+          "          f32_gemm_tile_8x48_avx512_act(eb + ({m0}) * {ldc} + keep * {W} + n0, {ldc}, {we} + ({m0}) * {C}, {C}, 1, "
+          "{x} + h_new * {W} + n0, {HW}, {C}, {mr}, {nr}, {be} + ({m0}), {act});\n",
+          fmt::arg("m0", m0), fmt::arg("ldc", p.RB * g.W), fmt::arg("W", g.W), fmt::arg("we", we), fmt::arg("C", g.C),
+          fmt::arg("x", x), fmt::arg("HW", HW), fmt::arg("mr", mr), fmt::arg("nr", nr), fmt::arg("be", be),
+          fmt::arg("act", act_args(ea)));
+    };
+    s += call("m0", 8);
+    if (g.E % 8) s += call(std::to_string(g.E / 8 * 8), g.E % 8);
+    return s;
+  };
+
+  std::string dw;
+  if (g.S == 1) {
+    // Band-local padded plane: row q holds image row o0 - 1 + q (zero outside).
+    int64_t xp_floats = ((p.OB + 2) * p.Wp + 32 + 15) / 16 * 16;
+    dw = fmt::format(
+        "      for (int64_t e = 0; e < {E}; ++e) {{\n"
+        "        const float* src = eb + e * {ebs};\n"
+        "        for (int64_t h = h_lo; h < h_hi; ++h) {{\n"
+        "          float* dst = xp + (h + 1 - o0) * {Wp} + 1;\n"
+        "          const float* s = src + (h - h_lo) * {W};\n"
+        "          for (int64_t w = 0; w < {W}; ++w) dst[w] = s[w];\n"
+        "        }}\n"
+        "        if (o0 == 0) for (int64_t w = 0; w < {Wp}; ++w) xp[w] = 0.0f;\n"
+        "        if (o0 + ob >= {H}) for (int64_t w = 0; w < {Wp}; ++w) xp[(ob + 1) * {Wp} + w] = 0.0f;\n"
+        "        f32_dwconv2d_shifted_plane(yp, xp, {wd} + e * 9, ob, {Wp}, 3, 3, 1, 1);\n"
+        "        float* drow = db + e * {dbs};\n"
+        "        for (int64_t r = 0; r < ob; ++r)\n"
+        "          for (int64_t w = 0; w < {OW}; ++w) {{\n"
+        "            float v = yp[r * {Wp} + w] + {bd}[e];\n"
+        "{act}"
+        "            drow[r * {OW} + w] = v;\n"
+        "          }}\n"
+        "      }}\n",
+        fmt::arg("E", g.E), fmt::arg("ebs", p.RB * g.W), fmt::arg("Wp", p.Wp), fmt::arg("W", g.W), fmt::arg("H", g.H),
+        fmt::arg("wd", wd), fmt::arg("dbs", p.OB * g.OW), fmt::arg("OW", g.OW), fmt::arg("bd", bd),
+        fmt::arg("act", act_expr(da)));
+    dw = fmt::format("      float* xp = db + {dbuf};\n      float* yp = xp + {xp};\n", fmt::arg("dbuf", p.dbuf),
+                     fmt::arg("xp", xp_floats)) +
+         dw;
+  } else {
+    // Column-parity planes; band-local padded row q holds image row 2 * o0 - 1 + q.
+    int64_t half = ((p.RB + 1) * p.Wq + 15) / 16 * 16;
+    dw = fmt::format(
+        "      float* xe = db + {dbuf};\n"
+        "      float* xo = xe + {half};\n"
+        "      for (int64_t e = 0; e < {E}; ++e) {{\n"
+        "        f32_split_plane_by_column_parity(xe, xo, eb + e * {ebs}, h_hi - h_lo, {W}, {Wq}, h_lo + 1 - 2 * o0, 1);\n"
+        "        if (o0 == 0) for (int64_t w = 0; w < {Wq}; ++w) {{ xe[w] = 0.0f; xo[w] = 0.0f; }}\n"
+        "        if (2 * (o0 + ob) - 1 >= {H}) for (int64_t w = 0; w < {Wq}; ++w) {{ xe[2 * ob * {Wq} + w] = 0.0f; xo[2 * ob * {Wq} + w] = 0.0f; }}\n"
+        "        float* drow = db + e * {dbs};\n"
+        "        f32_dwconv2d_stride2_rows(drow, xe, xo, {wd} + e * 9, ob, {OW}, {Wq}, 3, 3, 2, 1, 1);\n"
+        "        for (int64_t i = 0; i < ob * {OW}; ++i) {{\n"
+        "          float v = drow[i] + {bd}[e];\n"
+        "{act}"
+        "          drow[i] = v;\n"
+        "        }}\n"
+        "      }}\n",
+        fmt::arg("dbuf", p.dbuf), fmt::arg("half", half), fmt::arg("E", g.E), fmt::arg("ebs", p.RB * g.W),
+        fmt::arg("W", g.W), fmt::arg("Wq", p.Wq), fmt::arg("H", g.H), fmt::arg("dbs", p.OB * g.OW), fmt::arg("wd", wd),
+        fmt::arg("OW", g.OW), fmt::arg("bd", bd), fmt::arg("act", act_expr(da)));
+  }
+
+  return fmt::format(
+      "  float* eb = {scratch};\n"
+      "  float* db = eb + {ebuf};\n"
+      "  for (int64_t i = 0; i < {plane}; ++i) db[{dbuf} + i] = 0.0f;\n"
+      "  int64_t prev_lo = 0, prev_hi = 0;\n"
+      "  for (int64_t o0 = 0; o0 < {OH}; o0 += {OB}) {{\n"
+      "    const int64_t ob = {OH} - o0 < {OB} ? {OH} - o0 : {OB};\n"
+      "    const int64_t h_lo = o0 * {S} - 1 < 0 ? 0 : o0 * {S} - 1;\n"
+      "    const int64_t h_hi = (o0 + ob - 1) * {S} + 2 > {H} ? {H} : (o0 + ob - 1) * {S} + 2;\n"
+      "    /* Expand rows the previous band already computed move to the front. */\n"
+      "    int64_t keep = o0 > 0 && prev_hi > h_lo ? prev_hi - h_lo : 0;\n"
+      "    if (keep > 0)\n"
+      "      for (int64_t e = 0; e < {E}; ++e)\n"
+      "        for (int64_t i = 0; i < keep * {W}; ++i) eb[e * {ebs} + i] = eb[e * {ebs} + (h_lo - prev_lo) * {W} + i];\n"
+      "    {{\n"
+      "      const int64_t h_new = h_lo + keep, nn = (h_hi - h_new) * {W};\n"
+      "      int64_t n0 = 0;\n"
+      "      for (; n0 + 48 <= nn; n0 += 48) {{\n"
+      "{expand48}"
+      "      }}\n"
+      "      if (n0 < nn) {{\n"
+      "        const int64_t nr = nn - n0;\n"
+      "{expand_tail}"
+      "      }}\n"
+      "    }}\n"
+      "    prev_lo = h_lo;\n"
+      "    prev_hi = h_hi;\n"
+      "{dw}"
+      "    {{\n"
+      "      float* yb = {y} + o0 * {OW};\n"
+      "      const int64_t nn = ob * {OW};\n"
+      "      int64_t n0 = 0;\n"
+      "      for (; n0 + 48 <= nn; n0 += 48) {{\n"
+      "{project48}"
+      "      }}\n"
+      "      if (n0 < nn) {{\n"
+      "        const int64_t nr = nn - n0;\n"
+      "{project_tail}"
+      "      }}\n"
+      "    }}\n"
+      "  }}\n",
+      fmt::arg("scratch", ctx.scratch), fmt::arg("ebuf", p.ebuf), fmt::arg("plane", p.plane), fmt::arg("dbuf", p.dbuf),
+      fmt::arg("OH", g.OH), fmt::arg("OB", p.OB), fmt::arg("S", g.S), fmt::arg("H", g.H), fmt::arg("E", g.E),
+      fmt::arg("W", g.W), fmt::arg("ebs", p.RB * g.W), fmt::arg("expand48", expand_tile("48")),
+      fmt::arg("expand_tail", expand_tile("nr")), fmt::arg("dw", dw), fmt::arg("y", y), fmt::arg("OW", g.OW),
+      fmt::arg("project48", project_tile("48")), fmt::arg("project_tail", project_tile("nr")));
+}
+
+}  // namespace
+
+void register_block_ops(std::map<std::string, OpDef>& t) {
+  OpDef d;
+  d.type = "InvertedResidual";
+  d.infer = infer_block;
+  d.reference = reference_block;
+  d.lower = lower_block;
+  d.scratch_bytes = block_scratch_bytes;
+  t[d.type] = d;
+}
+
+}  // namespace ingot::ops

@@ -1,0 +1,117 @@
+#include "compiler/ops/op_table.h"
+#include "compiler/passes/passes.h"
+
+namespace ingot::passes {
+
+namespace {
+
+bool plain_4d_weights(const Node& conv) {
+  return conv.op_type == "Conv" && conv.inputs.size() >= 2 && conv.inputs[1]->is_constant() &&
+         conv.inputs[1]->shape.size() == 4 && !conv.has_attr("b_panel_width") && !conv.has_attr("winograd") &&
+         conv.inputs[0]->shape.size() == 4 && conv.inputs[0]->shape[0] == 1;
+}
+
+bool all_equal(const std::vector<int64_t>& v, int64_t x) {
+  for (int64_t e : v)
+    if (e != x) return false;
+  return true;
+}
+
+bool pointwise(const Node& conv) {
+  if (!plain_4d_weights(conv)) return false;
+  const Shape& w = conv.inputs[1]->shape;
+  std::string auto_pad = conv.attr_string("auto_pad", "NOTSET");
+  return w[2] == 1 && w[3] == 1 && conv.attr_int("group", 1) == 1 && all_equal(conv.attr_ints("strides"), 1) &&
+         all_equal(conv.attr_ints("pads"), 0) && (auto_pad == "NOTSET" || auto_pad == "VALID");
+}
+
+// 3x3 depthwise, padding 1 on every side, stride 1 or 2, no dilation.
+bool depthwise3x3(const Node& conv, int64_t& stride) {
+  if (!plain_4d_weights(conv)) return false;
+  const Shape& w = conv.inputs[1]->shape;
+  const Shape& x = conv.inputs[0]->shape;
+  if (w[1] != 1 || w[2] != 3 || w[3] != 3 || conv.attr_int("group", 1) != x[1] || w[0] != x[1]) return false;
+  if (conv.attr_string("auto_pad", "NOTSET") != "NOTSET" || conv.attr_ints("pads") != std::vector<int64_t>{1, 1, 1, 1})
+    return false;
+  if (!all_equal(conv.attr_ints("dilations"), 1)) return false;
+  std::vector<int64_t> s = conv.attr_ints("strides", {1, 1});
+  if (s.size() != 2 || s[0] != s[1] || (s[0] != 1 && s[0] != 2)) return false;
+  stride = s[0];
+  return true;
+}
+
+// At most one ReLU or Clip with constant bounds: what the block applies in registers.
+bool simple_activation(const Node& conv) {
+  if (conv.epilogue.empty()) return true;
+  if (conv.epilogue.size() != 1 || conv.epilogue[0].operand) return false;
+  const EpilogueOp& op = conv.epilogue[0];
+  return op.op_type == "Relu" || (op.op_type == "Clip" && (op.attrs.count("min") || op.attrs.count("max")));
+}
+
+// The single consumer of `v`, or null.
+Node* only_user(const Graph& graph, Value* v) {
+  if (graph.is_graph_output(v)) return nullptr;
+  auto users = graph.users(v);
+  return users.size() == 1 && users[0]->inputs[0] == v ? users[0] : nullptr;
+}
+
+void copy_activation(const Node& conv, Node& block, const std::string& prefix) {
+  if (conv.epilogue.empty()) return;
+  const EpilogueOp& op = conv.epilogue[0];
+  block.attrs[prefix + "act"] = op.op_type;
+  for (const char* key : {"min", "max"})
+    if (op.attrs.count(key)) block.attrs[prefix + key] = op.attrs.at(key);
+}
+
+Value* bias_or_zeros(Graph& graph, Node& conv) {
+  if (conv.input(2)) return conv.inputs[2];
+  Tensor zeros(DType::F32, {conv.inputs[1]->shape[0]});
+  return graph.add_constant(graph.unique_name(conv.name + ".zero_bias"), std::move(zeros));
+}
+
+}  // namespace
+
+// MobileNet's inverted residual block, expand (1x1) → depthwise 3x3 → project (1x1),
+// becomes one InvertedResidual node computed band of rows by band of rows, so the
+// expanded tensor (six times the block's input) never leaves the cache. The expand and
+// depthwise activations travel as attributes, the project's epilogue (a residual Add)
+// as the block's epilogue.
+void fuse_inverted_residuals(Graph& graph) {
+  std::vector<Node*> order;
+  for (auto& n : graph.nodes()) order.push_back(n.get());
+  for (Node* expand : order) {
+    if (graph.position(expand) < 0 || !pointwise(*expand) || !simple_activation(*expand)) continue;
+    int64_t stride = 1;
+    Node* dw = only_user(graph, expand->outputs[0]);
+    if (!dw || !depthwise3x3(*dw, stride) || !simple_activation(*dw)) continue;
+    Node* project = only_user(graph, dw->outputs[0]);
+    if (!project || !pointwise(*project)) continue;
+    // The project's epilogue operands must exist before the block runs in the expand's place.
+    bool operands_ready = true;
+    for (const EpilogueOp& op : project->epilogue) {
+      Value* v = op.operand;
+      if (v && !v->is_constant() && !graph.is_graph_input(v) &&
+          (!v->producer || graph.position(v->producer) >= graph.position(expand)))
+        operands_ready = false;
+    }
+    if (!operands_ready) continue;
+
+    Node* block = graph.insert_node(expand, "InvertedResidual", graph.unique_name(expand->name + ".block"),
+                                    {expand->inputs[0], expand->inputs[1], bias_or_zeros(graph, *expand), dw->inputs[1],
+                                     bias_or_zeros(graph, *dw), project->inputs[1], bias_or_zeros(graph, *project)},
+                                    1);
+    block->opset = expand->opset;
+    block->attrs["stride"] = stride;
+    copy_activation(*expand, *block, "expand_");
+    copy_activation(*dw, *block, "dw_");
+    block->epilogue = project->epilogue;
+    Value* out = project->outputs[0];
+    graph.remove_node(project);
+    graph.remove_node(dw);
+    graph.remove_node(expand);
+    block->outputs[0] = out;
+    out->producer = block;
+  }
+}
+
+}  // namespace ingot::passes
