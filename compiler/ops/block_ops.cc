@@ -124,7 +124,7 @@ BlockPlan block_plan(const BlockGeometry& g) {
   int64_t per_row = g.E * (g.S * g.W + g.OW);
   p.OB = std::clamp<int64_t>(163840 / std::max<int64_t>(per_row, 1), 1, g.OH);
   p.RB = (p.OB - 1) * g.S + 3;
-  p.Wp = g.W + 2;
+  p.Wp = g.W + 1;  // rows share their one-column zero gap (see conv_ops' shared_pad_width)
   p.Wq = (p.Wp + 1) / 2 + 2;
   p.ebuf = g.E * p.RB * g.W;
   if (g.S == 1)

@@ -17,6 +17,12 @@ bool is_winograd(const Node& node) { return node.attr_int("winograd", 0) == 2; }
 // Nonzero: a pointwise convolution whose weights are W^T in panels of this width.
 int64_t transposed_panel_width(const Node& node) { return node.attr_int("b_panel_width", 0); }
 
+// Row width of zero-padded planes for the stride-1 shifted kernels. Consecutive rows
+// share one zero gap (the right padding of a row is the left padding of the next), so
+// the gap only needs the wider of the two pads: fewer junk columns for the tiles to
+// compute. Output columns are numbered in this width, so it also covers OW.
+int64_t shared_pad_width(const Window& g) { return std::max(g.W + std::max(g.PW, g.PW_END), g.OW); }
+
 struct ConvGeometry {
   Window win;
   int64_t OC = 0, G = 1, ICG = 0, OCG = 0;
@@ -329,7 +335,7 @@ std::string lower_conv(LoweringContext& ctx) {
     // zero-padded planes of width Wp, where every tap is a shift of the flat plane;
     // tiles run over output pixels numbered in that padded width and the epilogue
     // stores only the OW real columns of each row.
-    int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+    int64_t Hp = g.H + g.PH + g.PH_END, Wp = shared_pad_width(g);
     int64_t K = g.C * g.KH * g.KW, Np = g.OH * Wp;
     int64_t tail = (g.KW - 1) * g.DW + 16;
     int64_t padded = (g.C * Hp * Wp + tail + 15) / 16 * 16;
@@ -451,7 +457,7 @@ std::string lower_conv(LoweringContext& ctx) {
   if (c.ICG == 1 && c.OCG == 1 && g.SH == 1 && g.SW == 1 && !ctx.scratch.empty()) {
     // Stride-1 depthwise: pad each plane once, then every tap is a contiguous
     // multiply-add over the flat padded plane; the epilogue keeps the OW real columns.
-    int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+    int64_t Hp = g.H + g.PH + g.PH_END, Wp = shared_pad_width(g);
     int64_t tail = (g.KW - 1) * g.DW + 16;
     int64_t padded = (Hp * Wp + tail + 15) / 16 * 16;
     ctx.headers.insert("f32_dwconv2d.h");
