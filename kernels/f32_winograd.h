@@ -15,28 +15,53 @@
 #define INGOT_F32_WINOGRAD_H_
 
 #include "ingot_kernel_common.h"
+#include "f32_dwconv2d.h"
 
-/* Input transform of |count| consecutive tiles of one tile row of one padded plane
- * (row stride Wp): the 16 coefficients of tile k go to v[xi * xi_stride + k]. The
- * loop runs over tiles, so it vectorizes (stride-2 reads of the four rows). */
-INGOT_INLINE void f32_winograd_f2k3_input(float* INGOT_RESTRICT v, ingot_index_t xi_stride, const float* INGOT_RESTRICT plane,
-                                          ingot_index_t Wp, ingot_index_t th, ingot_index_t tw0, ingot_index_t count) {
-  const float* INGOT_RESTRICT r0 = plane + (2 * th) * Wp + 2 * tw0;
-  const float* INGOT_RESTRICT r1 = r0 + Wp;
-  const float* INGOT_RESTRICT r2 = r1 + Wp;
-  const float* INGOT_RESTRICT r3 = r2 + Wp;
-  for (ingot_index_t k = 0; k < count; ++k) {
-    const ingot_index_t c = 2 * k;
-    float t0[4], t1[4], t2[4], t3[4];
-    /* B^T d: rows combine. */
-    for (int j = 0; j < 4; ++j) {
-      t0[j] = r0[c + j] - r2[c + j];
-      t1[j] = r1[c + j] + r2[c + j];
-      t2[j] = r2[c + j] - r1[c + j];
-      t3[j] = r1[c + j] - r3[c + j];
+/* The padded input planes are stored split by column parity (even columns in |pe|,
+ * odd in |po|, row stride Wq): a tile's four columns 2t..2t+3 are then e[t], o[t],
+ * e[t+1], o[t+1], contiguous across tiles, so the transforms run on plain vector
+ * loads. Loop counts are rounded up to a multiple of 4 so no scalar remainder runs:
+ * the caller's rows have that many spare floats, and the extra results land in slots
+ * nobody reads. */
+#define INGOT_WINOGRAD_SPARE 4
+
+/* Zero-padded, parity-split copies of C planes of H x W: padded row h + PH, padded
+ * column w + PW. */
+INGOT_INLINE void f32_winograd_parity_planes(float* INGOT_RESTRICT pe, float* INGOT_RESTRICT po, const float* INGOT_RESTRICT x,
+                                             ingot_index_t C, ingot_index_t H, ingot_index_t W, ingot_index_t Hp, ingot_index_t Wq,
+                                             ingot_index_t PH, ingot_index_t PW) {
+  for (ingot_index_t i = 0; i < C * Hp * Wq; ++i) {
+    pe[i] = 0.0f;
+    po[i] = 0.0f;
+  }
+  for (ingot_index_t c = 0; c < C; ++c)
+    f32_split_plane_by_column_parity(pe + c * Hp * Wq, po + c * Hp * Wq, x + c * H * W, H, W, Wq, PH, PW);
+}
+
+/* Input transform of |count| consecutive tiles of tile row |th| starting at column
+ * tile |tw0|: the 16 coefficients of tile k go to v[xi * xi_stride + k]. */
+INGOT_INLINE void f32_winograd_f2k3_input(float* INGOT_RESTRICT v, ingot_index_t xi_stride, const float* INGOT_RESTRICT pe,
+                                          const float* INGOT_RESTRICT po, ingot_index_t Wq, ingot_index_t th, ingot_index_t tw0,
+                                          ingot_index_t count) {
+  const ingot_index_t n = (count + INGOT_WINOGRAD_SPARE - 1) / INGOT_WINOGRAD_SPARE * INGOT_WINOGRAD_SPARE;
+  const float* INGOT_RESTRICT e0 = pe + (2 * th) * Wq + tw0;
+  const float* INGOT_RESTRICT o0 = po + (2 * th) * Wq + tw0;
+  for (ingot_index_t k = 0; k < n; ++k) {
+    float d[4][4];
+    for (int i = 0; i < 4; ++i) {
+      d[i][0] = e0[i * Wq + k];
+      d[i][1] = o0[i * Wq + k];
+      d[i][2] = e0[i * Wq + k + 1];
+      d[i][3] = o0[i * Wq + k + 1];
     }
-    /* (B^T d) B: columns combine. */
-    const float* t[4] = {t0, t1, t2, t3};
+    /* B^T d: rows combine; then (B^T d) B: columns combine. */
+    float t[4][4];
+    for (int j = 0; j < 4; ++j) {
+      t[0][j] = d[0][j] - d[2][j];
+      t[1][j] = d[1][j] + d[2][j];
+      t[2][j] = d[2][j] - d[1][j];
+      t[3][j] = d[1][j] - d[3][j];
+    }
     for (int i = 0; i < 4; ++i) {
       v[(4 * i + 0) * xi_stride + k] = t[i][0] - t[i][2];
       v[(4 * i + 1) * xi_stride + k] = t[i][1] + t[i][2];
@@ -46,20 +71,24 @@ INGOT_INLINE void f32_winograd_f2k3_input(float* INGOT_RESTRICT v, ingot_index_t
   }
 }
 
-/* Output row |a| (0 or 1) of |count| consecutive tiles: m[xi * xi_stride + k] are tile
- * k's 16 products; row[2k] and row[2k + 1] receive the tile's two output columns of
- * that row, before bias and epilogue. */
-INGOT_INLINE void f32_winograd_f2k3_output_row(float* INGOT_RESTRICT row, const float* INGOT_RESTRICT m,
-                                               ingot_index_t xi_stride, int a, ingot_index_t count) {
-  for (ingot_index_t k = 0; k < count; ++k) {
-    float r[4];
+/* Output transform of |count| consecutive tiles: m[xi * xi_stride + k] are tile k's 16
+ * products; row0/row1 receive the tiles' two output rows, columns 2k and 2k + 1,
+ * before bias and epilogue (each row has room for 2 * (count + 16) floats). */
+INGOT_INLINE void f32_winograd_f2k3_output(float* INGOT_RESTRICT row0, float* INGOT_RESTRICT row1, const float* INGOT_RESTRICT m,
+                                           ingot_index_t xi_stride, ingot_index_t count) {
+  const ingot_index_t n = (count + INGOT_WINOGRAD_SPARE - 1) / INGOT_WINOGRAD_SPARE * INGOT_WINOGRAD_SPARE;
+  for (ingot_index_t k = 0; k < n; ++k) {
+    float r0[4], r1[4];
     for (int j = 0; j < 4; ++j) {
       const float m0 = m[(0 + j) * xi_stride + k], m1 = m[(4 + j) * xi_stride + k];
       const float m2 = m[(8 + j) * xi_stride + k], m3 = m[(12 + j) * xi_stride + k];
-      r[j] = a == 0 ? m0 + m1 + m2 : m1 - m2 - m3;
+      r0[j] = m0 + m1 + m2;
+      r1[j] = m1 - m2 - m3;
     }
-    row[2 * k] = r[0] + r[1] + r[2];
-    row[2 * k + 1] = r[1] - r[2] - r[3];
+    row0[2 * k] = r0[0] + r0[1] + r0[2];
+    row0[2 * k + 1] = r0[1] - r0[2] - r0[3];
+    row1[2 * k] = r1[0] + r1[1] + r1[2];
+    row1[2 * k + 1] = r1[1] - r1[2] - r1[3];
   }
 }
 

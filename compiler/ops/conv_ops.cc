@@ -165,7 +165,7 @@ void reference_conv(const Node& node, const std::vector<const Tensor*>& in, std:
 // row and column of halo each side), and per block of TB tiles the 16 transformed
 // input matrices V[xi][IC][TB], the 16 GEMM results M[xi][OC][TB] and one output row.
 struct WinogradPlan {
-  int64_t TH, TW, T, Hp, Wp, TB;
+  int64_t TH, TW, T, Hp, Wq, TB, TBp;  // TBp: row stride of V and M (TB + spare)
   int64_t xp_floats, v_floats, m_floats, row_floats;
 };
 
@@ -176,14 +176,16 @@ WinogradPlan winograd_plan(const ConvGeometry& c) {
   p.TW = (g.OW + 1) / 2;
   p.T = p.TH * p.TW;
   p.Hp = 2 * p.TH + 2;
-  p.Wp = 2 * p.TW + 2;
+  // Parity planes of the (2 TW + 2)-wide padded rows, plus the transforms' spare reads.
+  p.Wq = p.TW + 1 + 4;
   // Blocks of whole 48-column GEMM tiles whose V and M stay within ~768 KB (L2).
   int64_t fit = 196608 / (16 * (c.ICG + c.OC) * 48);
   p.TB = p.T <= 96 ? p.T : 48 * std::clamp<int64_t>(fit, 1, 4);
-  p.xp_floats = (g.C * p.Hp * p.Wp + 16 + 15) / 16 * 16;
-  p.v_floats = 16 * c.ICG * p.TB;
-  p.m_floats = 16 * c.OC * p.TB;
-  p.row_floats = (2 * p.TW + 16 + 15) / 16 * 16;
+  p.TBp = p.TB + 4;  // INGOT_WINOGRAD_SPARE
+  p.xp_floats = (2 * g.C * p.Hp * p.Wq + 15) / 16 * 16;
+  p.v_floats = 16 * c.ICG * p.TBp;
+  p.m_floats = 16 * c.OC * p.TBp;
+  p.row_floats = 2 * ((2 * p.TW + 32 + 15) / 16 * 16);
   return p;
 }
 
@@ -256,12 +258,12 @@ std::string lower_conv(LoweringContext& ctx) {
     auto block = [&](const std::string& t0, int64_t tb) {
       GemmLoops loops;
       loops.c = "mx";
-      loops.ldc = tb;
+      loops.ldc = p.TBp;
       loops.a = "ux";
       loops.lda = c.ICG;
       loops.aks = 1;
       loops.b = "vx";
-      loops.ldb = tb;
+      loops.ldb = p.TBp;
       loops.M = c.OC;
       loops.N = tb;
       loops.K = c.ICG;
@@ -272,7 +274,7 @@ std::string lower_conv(LoweringContext& ctx) {
           "      for (int64_t t = t0; t < t0 + {tb};) {{\n"
           "        const int64_t th = t / {TW}, tw0 = t - th * {TW};\n"
           "        const int64_t run = t0 + {tb} - t < {TW} - tw0 ? t0 + {tb} - t : {TW} - tw0;\n"
-          "        f32_winograd_f2k3_input(wv + ic * {tb} + (t - t0), {vstride}, xp + ic * {HpWp}, {Wp}, th, tw0, run);\n"
+          "        f32_winograd_f2k3_input(wv + ic * {tbp} + (t - t0), {vstride}, pe + ic * {HpWq}, po + ic * {HpWq}, {Wq}, th, tw0, run);\n"
           "        t += run;\n"
           "      }}\n"
           "    for (int64_t xi = 0; xi < 16; ++xi) {{\n"
@@ -286,15 +288,16 @@ std::string lower_conv(LoweringContext& ctx) {
           "        const int64_t th = t / {TW}, tw0 = t - th * {TW};\n"
           "        const int64_t run = t0 + {tb} - t < {TW} - tw0 ? t0 + {tb} - t : {TW} - tw0;\n"
           "        const int64_t ow0 = 2 * tw0, cols = 2 * run < {OW} - ow0 ? 2 * run : {OW} - ow0;\n"
+          "        f32_winograd_f2k3_output(wrow, wrow + {row}, wm + oc * {tbp} + (t - t0), {mstride}, run);\n"
           "        for (int a = 0; a < 2; ++a) {{\n"
           "          const int64_t oh = 2 * th + a;\n"
           "          if (oh >= {OH}) break;\n"
-          "          f32_winograd_f2k3_output_row(wrow, wm + oc * {tb} + (t - t0), {mstride}, a, run);\n"
+          "          const float* trow = wrow + a * {row};\n"
           "          float* yrow = yn + oc * {OHW} + oh * {OW} + ow0;\n"
           "          for (int64_t j = 0; j < cols; ++j) {{\n"
           "            const int64_t ow = ow0 + j;\n"
           "            (void)ow;\n"
-          "            float v = wrow[j]{bias};\n"
+          "            float v = trow[j]{bias};\n"
           "{ep}"
           "            yrow[j] = v;\n"
           "          }}\n"
@@ -302,9 +305,10 @@ std::string lower_conv(LoweringContext& ctx) {
           "        t += run;\n"
           "      }}\n"
           "    }}\n",
-          fmt::arg("t0", t0), fmt::arg("IC", c.ICG), fmt::arg("tb", tb), fmt::arg("TW", p.TW),
-          fmt::arg("vstride", c.ICG * tb), fmt::arg("HpWp", p.Hp * p.Wp), fmt::arg("Wp", p.Wp), fmt::arg("u", ctx.in[1]),
-          fmt::arg("OCIC", c.OC * c.ICG), fmt::arg("mstride", c.OC * tb), fmt::arg("gemm", emit_gemm_loops(loops, tile)),
+          fmt::arg("t0", t0), fmt::arg("IC", c.ICG), fmt::arg("tb", tb), fmt::arg("tbp", p.TBp), fmt::arg("TW", p.TW),
+          fmt::arg("vstride", c.ICG * p.TBp), fmt::arg("HpWq", p.Hp * p.Wq), fmt::arg("Wq", p.Wq), fmt::arg("u", ctx.in[1]),
+          fmt::arg("OCIC", c.OC * c.ICG), fmt::arg("mstride", c.OC * p.TBp), fmt::arg("row", p.row_floats / 2),
+          fmt::arg("gemm", emit_gemm_loops(loops, tile)),
           fmt::arg("OC", c.OC), fmt::arg("OW", g.OW), fmt::arg("OH", g.OH), fmt::arg("OHW", HW), fmt::arg("bias", bias),
           fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
     };
@@ -313,20 +317,21 @@ std::string lower_conv(LoweringContext& ctx) {
     if (full > 0) blocks += fmt::format("  for (int64_t tb0 = 0; tb0 < {}; tb0 += {}) {{\n{}  }}\n", full, p.TB, block("tb0", p.TB));
     if (rem > 0) blocks += block(std::to_string(full), rem);
     return fmt::format(
-        "  float* xp = {scratch};\n"
-        "  float* wv = xp + {xp};\n"
+        "  float* pe = {scratch};\n"
+        "  float* po = pe + {C} * {Hp} * {Wq};\n"
+        "  float* wv = pe + {xp};\n"
         "  float* wm = wv + {v};\n"
         "  float* wrow = wm + {m};\n"
         "  for (int64_t n = 0; n < {N}; ++n) {{\n"
         "    const float* xn = {x} + n * {CHW};\n"
         "    float* yn = {y} + n * {OCHW};\n"
-        "    f32_pad_planes(xp, xn, {C}, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, 16);\n"
+        "    f32_winograd_parity_planes(pe, po, xn, {C}, {H}, {W}, {Hp}, {Wq}, {PH}, {PW});\n"
         "{blocks}"
         "  }}\n",
         fmt::arg("scratch", ctx.scratch), fmt::arg("xp", p.xp_floats), fmt::arg("v", p.v_floats),
         fmt::arg("m", p.m_floats), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
         fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C), fmt::arg("H", g.H),
-        fmt::arg("W", g.W), fmt::arg("Hp", p.Hp), fmt::arg("Wp", p.Wp), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW),
+        fmt::arg("W", g.W), fmt::arg("Hp", p.Hp), fmt::arg("Wq", p.Wq), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW),
         fmt::arg("blocks", blocks));
   }
   bool shifted = c.G == 1 && !pointwise && g.SH == 1 && g.SW == 1 && (ctx.target_features & INGOT_FEATURE_AVX512F);
