@@ -1,7 +1,8 @@
 // InvertedResidual: MobileNet's expand (1x1) → depthwise 3x3 → project (1x1) as one
 // dispatch (made by passes::fuse_inverted_residuals). Inputs: x [1, C, H, W], expand
 // weights [E, C, 1, 1] and bias [E], depthwise weights [E, 1, 3, 3] and bias [E],
-// project weights [O, E, 1, 1] and bias [O]. Attributes: stride (1 or 2; the depthwise
+// project weights [O, E, 1, 1] and bias [O]. A block without expand (attribute
+// expand = 0; E = C) has no expand inputs: the depthwise reads x's rows directly. Attributes: stride (1 or 2; the depthwise
 // pads 1 on every side), expand_act / dw_act ("Relu" or "Clip", with expand_min,
 // expand_max, dw_min, dw_max). The project's fused epilogue is the node's epilogue.
 #include <algorithm>
@@ -21,12 +22,17 @@ struct BlockGeometry {
   int64_t C, H, W, E, O, S, OH, OW;
 };
 
+bool has_expand(const Node& node) { return node.attr_int("expand", 1) != 0; }
+// Index of the depthwise weights; the project's follow at +2, biases at +1.
+size_t dw_input(const Node& node) { return has_expand(node) ? 3 : 1; }
+
 BlockGeometry block_geometry(const Node& node) {
-  if (node.inputs.size() != 7) fail("{}: expects 7 inputs, got {}", node.describe(), node.inputs.size());
+  size_t d = dw_input(node);
+  if (node.inputs.size() != d + 4) fail("{}: expects {} inputs, got {}", node.describe(), d + 4, node.inputs.size());
   const Shape& x = node.inputs[0]->shape;
-  const Shape& we = node.inputs[1]->shape;
-  const Shape& wd = node.inputs[3]->shape;
-  const Shape& wp = node.inputs[5]->shape;
+  const Shape we = has_expand(node) ? node.inputs[1]->shape : Shape{x.size() == 4 ? x[1] : 0, x.size() == 4 ? x[1] : 0, 1, 1};
+  const Shape& wd = node.inputs[d]->shape;
+  const Shape& wp = node.inputs[d + 2]->shape;
   BlockGeometry g;
   g.S = node.attr_int("stride", 1);
   if (x.size() != 4 || x[0] != 1 || we.size() != 4 || wd.size() != 4 || wp.size() != 4 || (g.S != 1 && g.S != 2))
@@ -38,7 +44,8 @@ BlockGeometry block_geometry(const Node& node) {
   g.O = wp[0];
   if (we != Shape{g.E, g.C, 1, 1} || wd != Shape{g.E, 1, 3, 3} || wp != Shape{g.O, g.E, 1, 1})
     fail("{}: weights {} {} {} do not chain", node.describe(), shape_str(we), shape_str(wd), shape_str(wp));
-  if (node.inputs[2]->numel() != g.E || node.inputs[4]->numel() != g.E || node.inputs[6]->numel() != g.O)
+  if ((has_expand(node) && node.inputs[2]->numel() != g.E) || node.inputs[d + 1]->numel() != g.E ||
+      node.inputs[d + 3]->numel() != g.O)
     fail("{}: bias sizes do not match the channels", node.describe());
   g.OH = (g.H - 1) / g.S + 1;
   g.OW = (g.W - 1) / g.S + 1;
@@ -46,7 +53,7 @@ BlockGeometry block_geometry(const Node& node) {
 }
 
 void infer_block(Node& node) {
-  for (size_t i = 0; i < 7; ++i) require_f32(node, i);
+  for (size_t i = 0; i < node.inputs.size(); ++i) require_f32(node, i);
   BlockGeometry g = block_geometry(node);
   set_output(node, 0, DType::F32, {1, g.O, g.OH, g.OW});
 }
@@ -80,14 +87,16 @@ void reference_block(const Node& node, const std::vector<const Tensor*>& in, std
   BlockGeometry g = block_geometry(node);
   Activation ea = activation(node, "expand_"), da = activation(node, "dw_");
   const float* x = in[0]->data<float>();
-  auto p = [&](int i) { return in[i]->data<float>(); };
-  std::vector<float> e(g.E * g.H * g.W), d(g.E * g.OH * g.OW);
-  for (int64_t c = 0; c < g.E; ++c)
-    for (int64_t i = 0; i < g.H * g.W; ++i) {
-      double acc = p(2)[c];
-      for (int64_t k = 0; k < g.C; ++k) acc += static_cast<double>(p(1)[c * g.C + k]) * x[k * g.H * g.W + i];
-      e[c * g.H * g.W + i] = static_cast<float>(apply(ea, static_cast<float>(acc)));
-    }
+  const int dwi = static_cast<int>(dw_input(node));
+  auto p = [&](int i) { return in[i >= 3 ? i - 3 + dwi : i]->data<float>(); };  // numbered as with expand
+  std::vector<float> e(x, x + g.E * g.H * g.W), d(g.E * g.OH * g.OW);
+  if (has_expand(node))
+    for (int64_t c = 0; c < g.E; ++c)
+      for (int64_t i = 0; i < g.H * g.W; ++i) {
+        double acc = p(2)[c];
+        for (int64_t k = 0; k < g.C; ++k) acc += static_cast<double>(p(1)[c * g.C + k]) * x[k * g.H * g.W + i];
+        e[c * g.H * g.W + i] = static_cast<float>(apply(ea, static_cast<float>(acc)));
+      }
   for (int64_t c = 0; c < g.E; ++c)
     for (int64_t oh = 0; oh < g.OH; ++oh)
       for (int64_t ow = 0; ow < g.OW; ++ow) {
@@ -118,15 +127,15 @@ struct BlockPlan {
   int64_t ebuf, plane, dbuf;  // floats: expand rows [E][RB][W], one padded plane (or the two parity planes), depthwise rows [E][OB][OW]
 };
 
-BlockPlan block_plan(const BlockGeometry& g) {
+BlockPlan block_plan(const BlockGeometry& g, bool expand) {
   BlockPlan p;
   // Expand rows and depthwise rows of one band within ~640 KB, so they stay in L2.
-  int64_t per_row = g.E * (g.S * g.W + g.OW);
+  int64_t per_row = g.E * ((expand ? g.S * g.W : 0) + g.OW);
   p.OB = std::clamp<int64_t>(163840 / std::max<int64_t>(per_row, 1), 1, g.OH);
   p.RB = (p.OB - 1) * g.S + 3;
   p.Wp = g.W + 1;  // rows share their one-column zero gap (see conv_ops' shared_pad_width)
   p.Wq = (p.Wp + 1) / 2 + 2;
-  p.ebuf = g.E * p.RB * g.W;
+  p.ebuf = expand ? g.E * p.RB * g.W : 0;
   if (g.S == 1)
     p.plane = ((p.OB + 2) * p.Wp + 32 + 15) / 16 * 16 + (p.OB * p.Wp + 16 + 15) / 16 * 16;  // xp (+ tail), yp
   else
@@ -136,7 +145,7 @@ BlockPlan block_plan(const BlockGeometry& g) {
 }
 
 uint64_t block_scratch_bytes(const Node& node) {
-  BlockPlan p = block_plan(block_geometry(node));
+  BlockPlan p = block_plan(block_geometry(node), has_expand(node));
   return static_cast<uint64_t>(p.ebuf + p.plane + p.dbuf) * sizeof(float);
 }
 
@@ -159,15 +168,19 @@ std::string lower_block(LoweringContext& ctx) {
   if (!(ctx.target_features & INGOT_FEATURE_AVX512F)) fail("{}: needs an AVX-512 target", node.describe());
   if (ctx.scratch.empty()) fail("{}: needs scratch", node.describe());
   BlockGeometry g = block_geometry(node);
-  BlockPlan p = block_plan(g);
+  BlockPlan p = block_plan(g, has_expand(node));
   Activation ea = activation(node, "expand_"), da = activation(node, "dw_");
   ctx.headers.insert("f32_gemm_tile.h");
   ctx.headers.insert("f32_dwconv2d.h");
   ctx.epilogue_applied = true;
-  ctx.kernel_name = fmt::format("f32_inverted_residual_s{}_avx512_{}x{}x{}_{}", g.S, g.C, g.E, g.O,
-                                shape_str(node.outputs[0]->shape));
-  const std::string x = ctx.in[0], we = ctx.in[1], be = ctx.in[2], wd = ctx.in[3], bd = ctx.in[4], wp = ctx.in[5],
-                    bp = ctx.in[6], y = ctx.out[0];
+  ctx.kernel_name = fmt::format("f32_{}_s{}_avx512_{}x{}x{}_{}", has_expand(node) ? "inverted_residual" : "dw_project",
+                                g.S, g.C, g.E, g.O, shape_str(node.outputs[0]->shape));
+  const bool expand = has_expand(node);
+  const size_t d = dw_input(node);
+  const std::string x = ctx.in[0], we = expand ? ctx.in[1] : "", be = expand ? ctx.in[2] : "", wd = ctx.in[d],
+                    bd = ctx.in[d + 1], wp = ctx.in[d + 2], bp = ctx.in[d + 3], y = ctx.out[0];
+  // Where the depthwise reads expand row h of channel e: the band buffer, or x itself.
+  const std::string src_plane = expand ? fmt::format("eb + e * {}", p.RB * g.W) : fmt::format("{} + e * {} + h_lo * {}", x, g.H * g.W, g.W);
   const int64_t HW = g.H * g.W, OHW = g.OH * g.OW;
 
   // Project: register epilogue when the node's epilogue allows, else a per-tile pass.
@@ -231,7 +244,7 @@ std::string lower_block(LoweringContext& ctx) {
     int64_t xp_floats = ((p.OB + 2) * p.Wp + 32 + 15) / 16 * 16;
     dw = fmt::format(
         "      for (int64_t e = 0; e < {E}; ++e) {{\n"
-        "        const float* src = eb + e * {ebs};\n"
+        "        const float* src = {src_plane};\n"
         "        for (int64_t h = h_lo; h < h_hi; ++h) {{\n"
         "          float* dst = xp + (h + 1 - o0) * {Wp} + 1;\n"
         "          const float* s = src + (h - h_lo) * {W};\n"
@@ -248,7 +261,7 @@ std::string lower_block(LoweringContext& ctx) {
         "            drow[r * {OW} + w] = v;\n"
         "          }}\n"
         "      }}\n",
-        fmt::arg("E", g.E), fmt::arg("ebs", p.RB * g.W), fmt::arg("Wp", p.Wp), fmt::arg("W", g.W), fmt::arg("H", g.H),
+        fmt::arg("E", g.E), fmt::arg("src_plane", src_plane), fmt::arg("Wp", p.Wp), fmt::arg("W", g.W), fmt::arg("H", g.H),
         fmt::arg("wd", wd), fmt::arg("dbs", p.OB * g.OW), fmt::arg("OW", g.OW), fmt::arg("bd", bd),
         fmt::arg("act", act_expr(da)));
     dw = fmt::format("      float* xp = db + {dbuf};\n      float* yp = xp + {xp};\n", fmt::arg("dbuf", p.dbuf),
@@ -261,7 +274,7 @@ std::string lower_block(LoweringContext& ctx) {
         "      float* xe = db + {dbuf};\n"
         "      float* xo = xe + {half};\n"
         "      for (int64_t e = 0; e < {E}; ++e) {{\n"
-        "        f32_split_plane_by_column_parity(xe, xo, eb + e * {ebs}, h_hi - h_lo, {W}, {Wq}, h_lo + 1 - 2 * o0, 1);\n"
+        "        f32_split_plane_by_column_parity(xe, xo, {src_plane}, h_hi - h_lo, {W}, {Wq}, h_lo + 1 - 2 * o0, 1);\n"
         "        if (o0 == 0) for (int64_t w = 0; w < {Wq}; ++w) {{ xe[w] = 0.0f; xo[w] = 0.0f; }}\n"
         "        if (2 * (o0 + ob) - 1 >= {H}) for (int64_t w = 0; w < {Wq}; ++w) {{ xe[2 * ob * {Wq} + w] = 0.0f; xo[2 * ob * {Wq} + w] = 0.0f; }}\n"
         "        float* drow = db + e * {dbs};\n"
@@ -272,38 +285,47 @@ std::string lower_block(LoweringContext& ctx) {
         "          drow[i] = v;\n"
         "        }}\n"
         "      }}\n",
-        fmt::arg("dbuf", p.dbuf), fmt::arg("half", half), fmt::arg("E", g.E), fmt::arg("ebs", p.RB * g.W),
+        fmt::arg("dbuf", p.dbuf), fmt::arg("half", half), fmt::arg("E", g.E), fmt::arg("src_plane", src_plane),
         fmt::arg("W", g.W), fmt::arg("Wq", p.Wq), fmt::arg("H", g.H), fmt::arg("dbs", p.OB * g.OW), fmt::arg("wd", wd),
         fmt::arg("OW", g.OW), fmt::arg("bd", bd), fmt::arg("act", act_expr(da)));
   }
 
+  std::string expand_band;
+  if (expand)
+    expand_band = fmt::format(
+        "    /* Expand rows the previous band already computed move to the front. */\n"
+        "    int64_t keep = o0 > 0 && prev_hi > h_lo ? prev_hi - h_lo : 0;\n"
+        "    if (keep > 0)\n"
+        "      for (int64_t e = 0; e < {E}; ++e)\n"
+        "        for (int64_t i = 0; i < keep * {W}; ++i) eb[e * {ebs} + i] = eb[e * {ebs} + (h_lo - prev_lo) * {W} + i];\n"
+        "    {{\n"
+        "      const int64_t h_new = h_lo + keep, nn = (h_hi - h_new) * {W};\n"
+        "      int64_t n0 = 0;\n"
+        "      for (; n0 + 48 <= nn; n0 += 48) {{\n"
+        "{expand48}"
+        "      }}\n"
+        "      if (n0 < nn) {{\n"
+        "        const int64_t nr = nn - n0;\n"
+        "{expand_tail}"
+        "      }}\n"
+        "    }}\n"
+        "    prev_lo = h_lo;\n"
+        "    prev_hi = h_hi;\n",
+        fmt::arg("E", g.E), fmt::arg("W", g.W), fmt::arg("ebs", p.RB * g.W), fmt::arg("expand48", expand_tile("48")),
+        fmt::arg("expand_tail", expand_tile("nr")));
   return fmt::format(
       "  float* eb = {scratch};\n"
       "  float* db = eb + {ebuf};\n"
+      "  (void)eb;\n"
       "  for (int64_t i = 0; i < {plane}; ++i) db[{dbuf} + i] = 0.0f;\n"
       "  int64_t prev_lo = 0, prev_hi = 0;\n"
+      "  (void)prev_lo;\n"
+      "  (void)prev_hi;\n"
       "  for (int64_t o0 = 0; o0 < {OH}; o0 += {OB}) {{\n"
       "    const int64_t ob = {OH} - o0 < {OB} ? {OH} - o0 : {OB};\n"
       "    const int64_t h_lo = o0 * {S} - 1 < 0 ? 0 : o0 * {S} - 1;\n"
       "    const int64_t h_hi = (o0 + ob - 1) * {S} + 2 > {H} ? {H} : (o0 + ob - 1) * {S} + 2;\n"
-      "    /* Expand rows the previous band already computed move to the front. */\n"
-      "    int64_t keep = o0 > 0 && prev_hi > h_lo ? prev_hi - h_lo : 0;\n"
-      "    if (keep > 0)\n"
-      "      for (int64_t e = 0; e < {E}; ++e)\n"
-      "        for (int64_t i = 0; i < keep * {W}; ++i) eb[e * {ebs} + i] = eb[e * {ebs} + (h_lo - prev_lo) * {W} + i];\n"
-      "    {{\n"
-      "      const int64_t h_new = h_lo + keep, nn = (h_hi - h_new) * {W};\n"
-      "      int64_t n0 = 0;\n"
-      "      for (; n0 + 48 <= nn; n0 += 48) {{\n"
-      "{expand48}"
-      "      }}\n"
-      "      if (n0 < nn) {{\n"
-      "        const int64_t nr = nn - n0;\n"
-      "{expand_tail}"
-      "      }}\n"
-      "    }}\n"
-      "    prev_lo = h_lo;\n"
-      "    prev_hi = h_hi;\n"
+      "{expand_band}"
       "{dw}"
       "    {{\n"
       "      float* yb = {y} + o0 * {OW};\n"
@@ -319,9 +341,8 @@ std::string lower_block(LoweringContext& ctx) {
       "    }}\n"
       "  }}\n",
       fmt::arg("scratch", ctx.scratch), fmt::arg("ebuf", p.ebuf), fmt::arg("plane", p.plane), fmt::arg("dbuf", p.dbuf),
-      fmt::arg("OH", g.OH), fmt::arg("OB", p.OB), fmt::arg("S", g.S), fmt::arg("H", g.H), fmt::arg("E", g.E),
-      fmt::arg("W", g.W), fmt::arg("ebs", p.RB * g.W), fmt::arg("expand48", expand_tile("48")),
-      fmt::arg("expand_tail", expand_tile("nr")), fmt::arg("dw", dw), fmt::arg("y", y), fmt::arg("OW", g.OW),
+      fmt::arg("OH", g.OH), fmt::arg("OB", p.OB), fmt::arg("S", g.S), fmt::arg("H", g.H),
+      fmt::arg("expand_band", expand_band), fmt::arg("dw", dw), fmt::arg("y", y), fmt::arg("OW", g.OW),
       fmt::arg("project48", project_tile("48")), fmt::arg("project_tail", project_tile("nr")));
 }
 

@@ -112,6 +112,38 @@ void fuse_inverted_residuals(Graph& graph) {
     block->outputs[0] = out;
     out->producer = block;
   }
+  // Depthwise → project without an expand (MobileNet-V2's first block): the same
+  // banded dispatch, reading the depthwise's input rows in place.
+  order.clear();
+  for (auto& n : graph.nodes()) order.push_back(n.get());
+  for (Node* dw : order) {
+    int64_t stride = 1;
+    if (graph.position(dw) < 0 || !depthwise3x3(*dw, stride) || !simple_activation(*dw)) continue;
+    Node* project = only_user(graph, dw->outputs[0]);
+    if (!project || !pointwise(*project)) continue;
+    bool operands_ready = true;
+    for (const EpilogueOp& op : project->epilogue) {
+      Value* v = op.operand;
+      if (v && !v->is_constant() && !graph.is_graph_input(v) &&
+          (!v->producer || graph.position(v->producer) >= graph.position(dw)))
+        operands_ready = false;
+    }
+    if (!operands_ready) continue;
+    Node* block = graph.insert_node(dw, "InvertedResidual", graph.unique_name(dw->name + ".block"),
+                                    {dw->inputs[0], dw->inputs[1], bias_or_zeros(graph, *dw), project->inputs[1],
+                                     bias_or_zeros(graph, *project)},
+                                    1);
+    block->opset = dw->opset;
+    block->attrs["stride"] = stride;
+    block->attrs["expand"] = int64_t{0};
+    copy_activation(*dw, *block, "dw_");
+    block->epilogue = project->epilogue;
+    Value* out = project->outputs[0];
+    graph.remove_node(project);
+    graph.remove_node(dw);
+    block->outputs[0] = out;
+    out->producer = block;
+  }
 }
 
 }  // namespace ingot::passes

@@ -320,6 +320,16 @@ TEST(KernelTest, InvertedResidualBlocks) {
   block(k.input({1, 12, 9, 7}), 12, 72, 20, 1, "Relu", nullptr);
   Value* x5 = k.input({1, 16, 64, 61});  // stride 1 in five bands of 13 rows, the last one short
   block(x5, 16, 96, 16, 1, "Clip", x5);
+  // Depthwise → project without an expand, strides 1 and 2, several bands.
+  auto dw_project = [&](Value* x, int64_t c, int64_t o, int64_t stride) {
+    ops::Attrs clip{{"min", 0.0f}, {"max", 0.75f}};
+    Node* dw = k.inner("Conv", {x, k.weight({c, 1, 3, 3}), k.weight({c})},
+                       {{"group", c}, {"pads", I{1, 1, 1, 1}}, {"strides", I{stride, stride}}});
+    Node* da = k.inner("Clip", {dw->outputs[0]}, clip);
+    k.output(k.inner("Conv", {da->outputs[0], k.weight({o, c, 1, 1}), k.weight({o})})->outputs[0]);
+  };
+  dw_project(k.input({1, 32, 112, 57}), 32, 16, 1);
+  dw_project(k.input({1, 24, 45, 31}), 24, 40, 2);
   testing::Compiled c = k.run(
       [](Graph& g) {
         passes::fuse_epilogues(g);
@@ -329,8 +339,8 @@ TEST(KernelTest, InvertedResidualBlocks) {
       "x86_64-avx512");
   int blocks = 0;
   for (const auto& n : k.graph().nodes()) blocks += n->op_type == "InvertedResidual";
-  EXPECT_EQ(blocks, 5);
-  EXPECT_EQ(dispatch_count(c.plan), 5u);
+  EXPECT_EQ(blocks, 7);
+  EXPECT_EQ(dispatch_count(c.plan), 7u);
 }
 
 // Winograd F(2x2, 3x3) on every x86-64 tile: odd and even outputs (partial edge
