@@ -2,7 +2,9 @@
 // dispatch (made by passes::fuse_inverted_residuals). Inputs: x [1, C, H, W], expand
 // weights [E, C, 1, 1] and bias [E], depthwise weights [E, 1, 3, 3] and bias [E],
 // project weights [O, E, 1, 1] and bias [O]. A block without expand (attribute
-// expand = 0; E = C) has no expand inputs: the depthwise reads x's rows directly. Attributes: stride (1 or 2; the depthwise
+// expand = 0; E = C) has no expand inputs: the depthwise reads x's rows directly. The
+// expand may also be a full KxK convolution (a network's stem; attributes
+// expand_kernel, expand_strides, expand_pads), computed through im2col panels. Attributes: stride (1 or 2; the depthwise
 // pads 1 on every side), expand_act / dw_act ("Relu" or "Clip", with expand_min,
 // expand_max, dw_min, dw_max). The project's fused epilogue is the node's epilogue.
 #include <algorithm>
@@ -19,7 +21,10 @@ namespace ingot::ops {
 namespace {
 
 struct BlockGeometry {
-  int64_t C, H, W, E, O, S, OH, OW;
+  int64_t C, H, W, E, O, S, OH, OW;  // H, W: the expand's output (the depthwise's input)
+  int64_t XH, XW;                     // the block input's size
+  int64_t KH = 1, KW = 1, SH = 1, SW = 1, PH = 0, PW = 0, PHE = 0, PWE = 0;  // the expand
+  bool pointwise_expand() const { return KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH + PW + PHE + PWE == 0; }
 };
 
 bool has_expand(const Node& node) { return node.attr_int("expand", 1) != 0; }
@@ -30,7 +35,8 @@ BlockGeometry block_geometry(const Node& node) {
   size_t d = dw_input(node);
   if (node.inputs.size() != d + 4) fail("{}: expects {} inputs, got {}", node.describe(), d + 4, node.inputs.size());
   const Shape& x = node.inputs[0]->shape;
-  const Shape we = has_expand(node) ? node.inputs[1]->shape : Shape{x.size() == 4 ? x[1] : 0, x.size() == 4 ? x[1] : 0, 1, 1};
+  const Shape we = has_expand(node) ? node.inputs[1]->shape
+                                    : Shape{x.size() == 4 ? x[1] : 0, x.size() == 4 ? x[1] : 0, 1, 1};
   const Shape& wd = node.inputs[d]->shape;
   const Shape& wp = node.inputs[d + 2]->shape;
   BlockGeometry g;
@@ -38,11 +44,19 @@ BlockGeometry block_geometry(const Node& node) {
   if (x.size() != 4 || x[0] != 1 || we.size() != 4 || wd.size() != 4 || wp.size() != 4 || (g.S != 1 && g.S != 2))
     fail("{}: unexpected shapes {} {} {} {}", node.describe(), shape_str(x), shape_str(we), shape_str(wd), shape_str(wp));
   g.C = x[1];
-  g.H = x[2];
-  g.W = x[3];
+  g.XH = x[2];
+  g.XW = x[3];
+  std::vector<int64_t> k = node.attr_ints("expand_kernel", {1, 1}), st = node.attr_ints("expand_strides", {1, 1}),
+                       pd = node.attr_ints("expand_pads", {0, 0, 0, 0});
+  if (k.size() != 2 || st.size() != 2 || pd.size() != 4 || st[0] < 1 || st[1] < 1)
+    fail("{}: bad expand window attributes", node.describe());
+  g.KH = k[0], g.KW = k[1], g.SH = st[0], g.SW = st[1], g.PH = pd[0], g.PW = pd[1], g.PHE = pd[2], g.PWE = pd[3];
+  g.H = (g.XH + g.PH + g.PHE - g.KH) / g.SH + 1;
+  g.W = (g.XW + g.PW + g.PWE - g.KW) / g.SW + 1;
+  if (g.H < 1 || g.W < 1) fail("{}: the expand window does not fit the input", node.describe());
   g.E = we[0];
   g.O = wp[0];
-  if (we != Shape{g.E, g.C, 1, 1} || wd != Shape{g.E, 1, 3, 3} || wp != Shape{g.O, g.E, 1, 1})
+  if (we != Shape{g.E, g.C, g.KH, g.KW} || wd != Shape{g.E, 1, 3, 3} || wp != Shape{g.O, g.E, 1, 1})
     fail("{}: weights {} {} {} do not chain", node.describe(), shape_str(we), shape_str(wd), shape_str(wp));
   if ((has_expand(node) && node.inputs[2]->numel() != g.E) || node.inputs[d + 1]->numel() != g.E ||
       node.inputs[d + 3]->numel() != g.O)
@@ -89,14 +103,22 @@ void reference_block(const Node& node, const std::vector<const Tensor*>& in, std
   const float* x = in[0]->data<float>();
   const int dwi = static_cast<int>(dw_input(node));
   auto p = [&](int i) { return in[i >= 3 ? i - 3 + dwi : i]->data<float>(); };  // numbered as with expand
-  std::vector<float> e(x, x + g.E * g.H * g.W), d(g.E * g.OH * g.OW);
+  std::vector<float> e(g.E * g.H * g.W), d(g.E * g.OH * g.OW);
+  if (!has_expand(node)) e.assign(x, x + g.E * g.H * g.W);
   if (has_expand(node))
     for (int64_t c = 0; c < g.E; ++c)
-      for (int64_t i = 0; i < g.H * g.W; ++i) {
-        double acc = p(2)[c];
-        for (int64_t k = 0; k < g.C; ++k) acc += static_cast<double>(p(1)[c * g.C + k]) * x[k * g.H * g.W + i];
-        e[c * g.H * g.W + i] = static_cast<float>(apply(ea, static_cast<float>(acc)));
-      }
+      for (int64_t h = 0; h < g.H; ++h)
+        for (int64_t w = 0; w < g.W; ++w) {
+          double acc = p(2)[c];
+          for (int64_t k = 0; k < g.C; ++k)
+            for (int64_t kh = 0; kh < g.KH; ++kh)
+              for (int64_t kw = 0; kw < g.KW; ++kw) {
+                int64_t ih = h * g.SH - g.PH + kh, iw = w * g.SW - g.PW + kw;
+                if (ih < 0 || ih >= g.XH || iw < 0 || iw >= g.XW) continue;
+                acc += static_cast<double>(p(1)[((c * g.C + k) * g.KH + kh) * g.KW + kw]) * x[(k * g.XH + ih) * g.XW + iw];
+              }
+          e[(c * g.H + h) * g.W + w] = static_cast<float>(apply(ea, static_cast<float>(acc)));
+        }
   for (int64_t c = 0; c < g.E; ++c)
     for (int64_t oh = 0; oh < g.OH; ++oh)
       for (int64_t ow = 0; ow < g.OW; ++ow) {
@@ -125,6 +147,7 @@ struct BlockPlan {
   int64_t RB;       // expand rows a band needs at most
   int64_t Wp, Wq;   // padded width (stride 1), column-parity width (stride 2)
   int64_t ebuf, plane, dbuf;  // floats: expand rows [E][RB][W], one padded plane (or the two parity planes), depthwise rows [E][OB][OW]
+  int64_t panel = 0;          // floats: one im2col panel (a KxK expand)
 };
 
 BlockPlan block_plan(const BlockGeometry& g, bool expand) {
@@ -141,12 +164,13 @@ BlockPlan block_plan(const BlockGeometry& g, bool expand) {
   else
     p.plane = 2 * ((p.RB + 1) * p.Wq + 15) / 16 * 16;  // xe, xo
   p.dbuf = g.E * p.OB * g.OW;
+  if (expand && !g.pointwise_expand()) p.panel = g.C * g.KH * g.KW * 48;
   return p;
 }
 
 uint64_t block_scratch_bytes(const Node& node) {
   BlockPlan p = block_plan(block_geometry(node), has_expand(node));
-  return static_cast<uint64_t>(p.ebuf + p.plane + p.dbuf) * sizeof(float);
+  return static_cast<uint64_t>(p.ebuf + p.plane + p.dbuf + p.panel) * sizeof(float);
 }
 
 std::string act_args(const Activation& a) {
@@ -225,12 +249,22 @@ std::string lower_block(LoweringContext& ctx) {
   // Expand: rows [h_new, h_hi) of the image into ebuf rows from `keep` on.
   auto expand_tile = [&](const std::string& nr) {
     std::string s = fmt::format("        for (int64_t m0 = 0; m0 < {}; m0 += 8)\n", g.E / 8 * 8);
+    const bool im2col = !g.pointwise_expand();
+    const int64_t K = g.C * g.KH * g.KW;
+    if (im2col)
+      s = fmt::format("        f32_im2col_panel(pn, 48, {x}, {C}, {XH}, {XW}, {W}, {KH}, {KW}, {SH}, {SW}, {PH}, {PW}, 1, 1, "
+                      "h_new * {W} + n0, {nr});\n",
+                      fmt::arg("x", x), fmt::arg("C", g.C), fmt::arg("XH", g.XH), fmt::arg("XW", g.XW), fmt::arg("W", g.W),
+                      fmt::arg("KH", g.KH), fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("SW", g.SW),
+                      fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("nr", nr)) +
+          s;
     auto call = [&](const std::string& m0, int64_t mr) {
       return fmt::format(
-          "          f32_gemm_tile_8x48_avx512_act(eb + ({m0}) * {ldc} + keep * {W} + n0, {ldc}, {we} + ({m0}) * {C}, {C}, 1, "
-          "{x} + h_new * {W} + n0, {HW}, {C}, {mr}, {nr}, {be} + ({m0}), {act});\n",
-          fmt::arg("m0", m0), fmt::arg("ldc", p.RB * g.W), fmt::arg("W", g.W), fmt::arg("we", we), fmt::arg("C", g.C),
-          fmt::arg("x", x), fmt::arg("HW", HW), fmt::arg("mr", mr), fmt::arg("nr", nr), fmt::arg("be", be),
+          "          f32_gemm_tile_8x48_avx512_act(eb + ({m0}) * {ldc} + keep * {W} + n0, {ldc}, {we} + ({m0}) * {K}, {K}, 1, "
+          "{b}, {ldb}, {K}, {mr}, {nr}, {be} + ({m0}), {act});\n",
+          fmt::arg("m0", m0), fmt::arg("ldc", p.RB * g.W), fmt::arg("W", g.W), fmt::arg("we", we), fmt::arg("K", K),
+          fmt::arg("b", im2col ? std::string("pn") : fmt::format("{} + h_new * {} + n0", x, g.W)),
+          fmt::arg("ldb", im2col ? 48 : HW), fmt::arg("mr", mr), fmt::arg("nr", nr), fmt::arg("be", be),
           fmt::arg("act", act_args(ea)));
     };
     s += call("m0", 8);
@@ -316,7 +350,9 @@ std::string lower_block(LoweringContext& ctx) {
   return fmt::format(
       "  float* eb = {scratch};\n"
       "  float* db = eb + {ebuf};\n"
+      "  float* pn = db + {dbuf} + {plane};\n"
       "  (void)eb;\n"
+      "  (void)pn;\n"
       "  for (int64_t i = 0; i < {plane}; ++i) db[{dbuf} + i] = 0.0f;\n"
       "  int64_t prev_lo = 0, prev_hi = 0;\n"
       "  (void)prev_lo;\n"

@@ -25,6 +25,15 @@ bool pointwise(const Node& conv) {
          all_equal(conv.attr_ints("pads"), 0) && (auto_pad == "NOTSET" || auto_pad == "VALID");
 }
 
+// The expand: pointwise, or a full convolution with explicit padding (a stem).
+bool expand_conv(const Node& conv) {
+  if (pointwise(conv)) return true;
+  if (!plain_4d_weights(conv) || conv.attr_int("group", 1) != 1 || !all_equal(conv.attr_ints("dilations"), 1)) return false;
+  if (conv.attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
+  std::vector<int64_t> s = conv.attr_ints("strides", {1, 1}), p = conv.attr_ints("pads", {0, 0, 0, 0});
+  return s.size() == 2 && p.size() == 4;
+}
+
 // 3x3 depthwise, padding 1 on every side, stride 1 or 2, no dilation.
 bool depthwise3x3(const Node& conv, int64_t& stride) {
   if (!plain_4d_weights(conv)) return false;
@@ -73,14 +82,15 @@ Value* bias_or_zeros(Graph& graph, Node& conv) {
 
 // MobileNet's inverted residual block, expand (1x1) → depthwise 3x3 → project (1x1),
 // becomes one InvertedResidual node computed band of rows by band of rows, so the
-// expanded tensor (six times the block's input) never leaves the cache. The expand and
+// expanded tensor (six times the block's input) never leaves the cache. A full
+// convolution before a depthwise (the stem) takes the expand's place the same way. The expand and
 // depthwise activations travel as attributes, the project's epilogue (a residual Add)
 // as the block's epilogue.
 void fuse_inverted_residuals(Graph& graph) {
   std::vector<Node*> order;
   for (auto& n : graph.nodes()) order.push_back(n.get());
   for (Node* expand : order) {
-    if (graph.position(expand) < 0 || !pointwise(*expand) || !simple_activation(*expand)) continue;
+    if (graph.position(expand) < 0 || !expand_conv(*expand) || !simple_activation(*expand)) continue;
     int64_t stride = 1;
     Node* dw = only_user(graph, expand->outputs[0]);
     if (!dw || !depthwise3x3(*dw, stride) || !simple_activation(*dw)) continue;
@@ -102,6 +112,12 @@ void fuse_inverted_residuals(Graph& graph) {
                                     1);
     block->opset = expand->opset;
     block->attrs["stride"] = stride;
+    if (!pointwise(*expand)) {
+      const Shape& w = expand->inputs[1]->shape;
+      block->attrs["expand_kernel"] = std::vector<int64_t>{w[2], w[3]};
+      block->attrs["expand_strides"] = expand->attr_ints("strides", {1, 1});
+      block->attrs["expand_pads"] = expand->attr_ints("pads", {0, 0, 0, 0});
+    }
     copy_activation(*expand, *block, "expand_");
     copy_activation(*dw, *block, "dw_");
     block->epilogue = project->epilogue;

@@ -330,6 +330,16 @@ TEST(KernelTest, InvertedResidualBlocks) {
   };
   dw_project(k.input({1, 32, 112, 57}), 32, 16, 1);
   dw_project(k.input({1, 24, 45, 31}), 24, 40, 2);
+  // A stem (3x3 stride 2 over 3 channels, asymmetric padding) as the expand.
+  {
+    Node* stem = k.inner("Conv", {k.input({1, 3, 97, 66}), k.weight({32, 3, 3, 3}), k.weight({32})},
+                         {{"strides", I{2, 2}}, {"pads", I{1, 0, 1, 1}}});
+    Node* sa = k.inner("Relu", {stem->outputs[0]});
+    Node* dw = k.inner("Conv", {sa->outputs[0], k.weight({32, 1, 3, 3}), k.weight({32})},
+                       {{"group", int64_t{32}}, {"pads", I{1, 1, 1, 1}}});
+    Node* da = k.inner("Relu", {dw->outputs[0]});
+    k.output(k.inner("Conv", {da->outputs[0], k.weight({16, 32, 1, 1}), k.weight({16})})->outputs[0]);
+  }
   testing::Compiled c = k.run(
       [](Graph& g) {
         passes::fuse_epilogues(g);
@@ -339,8 +349,8 @@ TEST(KernelTest, InvertedResidualBlocks) {
       "x86_64-avx512");
   int blocks = 0;
   for (const auto& n : k.graph().nodes()) blocks += n->op_type == "InvertedResidual";
-  EXPECT_EQ(blocks, 7);
-  EXPECT_EQ(dispatch_count(c.plan), 7u);
+  EXPECT_EQ(blocks, 8);
+  EXPECT_EQ(dispatch_count(c.plan), 8u);
 }
 
 // Winograd F(2x2, 3x3) on every x86-64 tile: odd and even outputs (partial edge
