@@ -15,7 +15,6 @@
 #define INGOT_F32_WINOGRAD_H_
 
 #include "ingot_kernel_common.h"
-#include "f32_dwconv2d.h"
 
 /* The padded input planes are stored split by column parity (even columns in |pe|,
  * odd in |po|, row stride Wq): a tile's four columns 2t..2t+3 are then e[t], o[t],
@@ -25,17 +24,23 @@
  * nobody reads. */
 #define INGOT_WINOGRAD_SPARE 4
 
-/* Zero-padded, parity-split copies of C planes of H x W: padded row h + PH, padded
- * column w + PW. */
-INGOT_INLINE void f32_winograd_parity_planes(float* INGOT_RESTRICT pe, float* INGOT_RESTRICT po, const float* INGOT_RESTRICT x,
-                                             ingot_index_t C, ingot_index_t H, ingot_index_t W, ingot_index_t Hp, ingot_index_t Wq,
-                                             ingot_index_t PH, ingot_index_t PW) {
-  for (ingot_index_t i = 0; i < C * Hp * Wq; ++i) {
-    pe[i] = 0.0f;
-    po[i] = 0.0f;
-  }
+/* Zero-padded copies of C planes of H x W (padded row h + PH, padded column w + PW),
+ * split into |phases| column phases: padded column pc goes to phase pc % phases,
+ * index pc / phases, of rows Wq long; phase r starts at p + r * phase_stride. */
+INGOT_INLINE void f32_winograd_phase_planes(float* INGOT_RESTRICT p, ingot_index_t phase_stride, const float* INGOT_RESTRICT x,
+                                            ingot_index_t C, ingot_index_t H, ingot_index_t W, ingot_index_t Hp, ingot_index_t Wq,
+                                            ingot_index_t PH, ingot_index_t PW, ingot_index_t phases) {
+  for (ingot_index_t i = 0; i < phases * phase_stride; ++i) p[i] = 0.0f;
   for (ingot_index_t c = 0; c < C; ++c)
-    f32_split_plane_by_column_parity(pe + c * Hp * Wq, po + c * Hp * Wq, x + c * H * W, H, W, Wq, PH, PW);
+    for (ingot_index_t h = 0; h < H; ++h) {
+      const float* INGOT_RESTRICT s = x + (c * H + h) * W;
+      for (ingot_index_t r = 0; r < phases; ++r) {
+        /* First source column whose padded column falls in phase r; then every phases-th. */
+        const ingot_index_t w0 = ((r - PW) % phases + phases) % phases;
+        float* INGOT_RESTRICT d = p + r * phase_stride + (c * Hp + h + PH) * Wq + (w0 + PW) / phases;
+        for (ingot_index_t k = 0; w0 + phases * k < W; ++k) d[k] = s[w0 + phases * k];
+      }
+    }
 }
 
 /* Input transform of |count| consecutive tiles of tile row |th| starting at column
@@ -89,6 +94,86 @@ INGOT_INLINE void f32_winograd_f2k3_output(float* INGOT_RESTRICT row0, float* IN
     row0[2 * k + 1] = r0[1] - r0[2] - r0[3];
     row1[2 * k] = r1[0] + r1[1] + r1[2];
     row1[2 * k + 1] = r1[1] - r1[2] - r1[3];
+  }
+}
+
+/* ---- F(4x4, 3x3): 6x6 patches at a tile stride of 4, four column phases.
+ *
+ *   B^T = | 4  0 -5  0  1  0 |     A^T = | 1  1  1  1  1  0 |
+ *         | 0 -4 -4  1  1  0 |           | 0  1 -1  2 -2  0 |
+ *         | 0  4 -4 -1  1  0 |           | 0  1  1  4  4  0 |
+ *         | 0 -2 -1  2  1  0 |           | 0  1 -1  8 -8  1 |
+ *         | 0  2 -1 -2  1  0 |
+ *         | 0  4  0 -5  0  1 |
+ *
+ * 36 GEMMs for 16 outputs per tile: 4 times fewer multiply-adds than direct
+ * convolution, at the price of larger transform constants (used on big images only). */
+INGOT_INLINE void f32_winograd_f4k3_input(float* INGOT_RESTRICT v, ingot_index_t xi_stride, const float* INGOT_RESTRICT p0,
+                                          const float* INGOT_RESTRICT p1, const float* INGOT_RESTRICT p2,
+                                          const float* INGOT_RESTRICT p3, ingot_index_t Wq, ingot_index_t th, ingot_index_t tw0,
+                                          ingot_index_t count) {
+  const ingot_index_t n = (count + INGOT_WINOGRAD_SPARE - 1) / INGOT_WINOGRAD_SPARE * INGOT_WINOGRAD_SPARE;
+  const ingot_index_t base = (4 * th) * Wq + tw0;
+  for (ingot_index_t k = 0; k < n; ++k) {
+    float d[6][6];
+    #pragma GCC unroll 6
+    for (int i = 0; i < 6; ++i) {
+      const ingot_index_t at = base + i * Wq + k;
+      d[i][0] = p0[at];
+      d[i][1] = p1[at];
+      d[i][2] = p2[at];
+      d[i][3] = p3[at];
+      d[i][4] = p0[at + 1];
+      d[i][5] = p1[at + 1];
+    }
+    float t[6][6];
+    #pragma GCC unroll 6
+    for (int j = 0; j < 6; ++j) {
+      t[0][j] = 4.0f * d[0][j] - 5.0f * d[2][j] + d[4][j];
+      t[1][j] = -4.0f * (d[1][j] + d[2][j]) + d[3][j] + d[4][j];
+      t[2][j] = 4.0f * (d[1][j] - d[2][j]) - d[3][j] + d[4][j];
+      t[3][j] = -2.0f * (d[1][j] - d[3][j]) - d[2][j] + d[4][j];
+      t[4][j] = 2.0f * (d[1][j] - d[3][j]) - d[2][j] + d[4][j];
+      t[5][j] = 4.0f * d[1][j] - 5.0f * d[3][j] + d[5][j];
+    }
+    #pragma GCC unroll 6
+    for (int i = 0; i < 6; ++i) {
+      float* INGOT_RESTRICT vi = v + (6 * i) * xi_stride + k;
+      vi[0 * xi_stride] = 4.0f * t[i][0] - 5.0f * t[i][2] + t[i][4];
+      vi[1 * xi_stride] = -4.0f * (t[i][1] + t[i][2]) + t[i][3] + t[i][4];
+      vi[2 * xi_stride] = 4.0f * (t[i][1] - t[i][2]) - t[i][3] + t[i][4];
+      vi[3 * xi_stride] = -2.0f * (t[i][1] - t[i][3]) - t[i][2] + t[i][4];
+      vi[4 * xi_stride] = 2.0f * (t[i][1] - t[i][3]) - t[i][2] + t[i][4];
+      vi[5 * xi_stride] = 4.0f * t[i][1] - 5.0f * t[i][3] + t[i][5];
+    }
+  }
+}
+
+/* Output transform of |count| tiles into four rows (row a at rows + a * row_stride),
+ * columns 4k..4k+3, before bias and epilogue. */
+INGOT_INLINE void f32_winograd_f4k3_output(float* INGOT_RESTRICT rows, ingot_index_t row_stride, const float* INGOT_RESTRICT m,
+                                           ingot_index_t xi_stride, ingot_index_t count) {
+  const ingot_index_t n = (count + INGOT_WINOGRAD_SPARE - 1) / INGOT_WINOGRAD_SPARE * INGOT_WINOGRAD_SPARE;
+  for (ingot_index_t k = 0; k < n; ++k) {
+    float s[4][6];
+    #pragma GCC unroll 6
+    for (int j = 0; j < 6; ++j) {
+      float mm[6];
+      #pragma GCC unroll 6
+      for (int i = 0; i < 6; ++i) mm[i] = m[(6 * i + j) * xi_stride + k];
+      s[0][j] = mm[0] + mm[1] + mm[2] + mm[3] + mm[4];
+      s[1][j] = mm[1] - mm[2] + 2.0f * (mm[3] - mm[4]);
+      s[2][j] = mm[1] + mm[2] + 4.0f * (mm[3] + mm[4]);
+      s[3][j] = mm[1] - mm[2] + 8.0f * (mm[3] - mm[4]) + mm[5];
+    }
+    #pragma GCC unroll 6
+    for (int a = 0; a < 4; ++a) {
+      float* INGOT_RESTRICT r = rows + a * row_stride + 4 * k;
+      r[0] = s[a][0] + s[a][1] + s[a][2] + s[a][3] + s[a][4];
+      r[1] = s[a][1] - s[a][2] + 2.0f * (s[a][3] - s[a][4]);
+      r[2] = s[a][1] + s[a][2] + 4.0f * (s[a][3] + s[a][4]);
+      r[3] = s[a][1] - s[a][2] + 8.0f * (s[a][3] - s[a][4]) + s[a][5];
+    }
   }
 }
 

@@ -13,7 +13,12 @@ namespace ingot::ops {
 namespace {
 
 // ---- Conv ----
-bool is_winograd(const Node& node) { return node.attr_int("winograd", 0) == 2; }
+// Winograd output tile size m (2 or 4), 0 when the weights are plain.
+int64_t winograd_m(const Node& node) {
+  int64_t m = node.attr_int("winograd", 0);
+  return m == 2 || m == 4 ? m : 0;
+}
+bool is_winograd(const Node& node) { return winograd_m(node) != 0; }
 // Nonzero: a pointwise convolution whose weights are W^T in panels of this width.
 int64_t transposed_panel_width(const Node& node) { return node.attr_int("b_panel_width", 0); }
 
@@ -34,8 +39,9 @@ ConvGeometry conv_geometry(const Node& node) {
   ConvGeometry c;
   c.G = node.attr_int("group", 1);
   if (is_winograd(node)) {
-    // Weights already transformed for Winograd F(2x2, 3x3): [16, OC, IC].
-    if (w.size() != 3 || w[0] != 16 || x.size() != 4 || c.G != 1)
+    // Weights already transformed for Winograd F(m x m, 3x3): [(m + 2)^2, OC, IC].
+    const int64_t alpha = winograd_m(node) + 2;
+    if (w.size() != 3 || w[0] != alpha * alpha || x.size() != 4 || c.G != 1)
       fail("{}: Winograd weights {} do not fit input {}", node.describe(), shape_str(w), shape_str(x));
     c.win = window_geometry(node, x, {3, 3}, false);
     c.OC = w[1];
@@ -79,48 +85,54 @@ void infer_conv(Node& node) {
 }
 
 // The transformed form's reference evaluates the Winograd algorithm itself, in double:
-// Y = A^T [U ⊙ (B^T d B)] A summed over input channels, per 2x2 output tile.
+// Y = A^T [U ⊙ (B^T d B)] A summed over input channels, per m x m output tile.
 void reference_winograd_conv(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   ConvGeometry c = conv_geometry(node);
   const Window& g = c.win;
-  static const double BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
-  static const double AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+  static const double BT2[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  static const double AT2[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+  static const double BT4[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                   {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+  static const double AT4[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+  const int m = static_cast<int>(winograd_m(node)), alpha = m + 2;
+  auto BT = [&](int i, int k) { return m == 4 ? BT4[i][k] : BT2[i][k]; };
+  auto AT = [&](int a, int i) { return m == 4 ? AT4[a][i] : AT2[a][i]; };
   const float* x = in[0]->data<float>();
   const float* u = in[1]->data<float>();
   const float* b = in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr;
   float* y = out[0].data<float>();
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t oc = 0; oc < c.OC; ++oc)
-      for (int64_t th = 0; th < (g.OH + 1) / 2; ++th)
-        for (int64_t tw = 0; tw < (g.OW + 1) / 2; ++tw) {
-          double m[4][4] = {};
+      for (int64_t th = 0; th < (g.OH + m - 1) / m; ++th)
+        for (int64_t tw = 0; tw < (g.OW + m - 1) / m; ++tw) {
+          double acc[6][6] = {};
           for (int64_t ic = 0; ic < c.ICG; ++ic) {
-            double d[4][4], t[4][4];
-            for (int i = 0; i < 4; ++i)
-              for (int j = 0; j < 4; ++j) {
-                int64_t ih = 2 * th + i - g.PH, iw = 2 * tw + j - g.PW;
+            double d[6][6], t[6][6];
+            for (int i = 0; i < alpha; ++i)
+              for (int j = 0; j < alpha; ++j) {
+                int64_t ih = m * th + i - g.PH, iw = m * tw + j - g.PW;
                 bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
                 d[i][j] = inside ? x[((n * g.C + ic) * g.H + ih) * g.W + iw] : 0.0;
               }
-            for (int i = 0; i < 4; ++i)
-              for (int j = 0; j < 4; ++j) {
+            for (int i = 0; i < alpha; ++i)
+              for (int j = 0; j < alpha; ++j) {
                 t[i][j] = 0;
-                for (int k = 0; k < 4; ++k) t[i][j] += BT[i][k] * d[k][j];
+                for (int k = 0; k < alpha; ++k) t[i][j] += BT(i, k) * d[k][j];
               }
-            for (int i = 0; i < 4; ++i)
-              for (int j = 0; j < 4; ++j) {
+            for (int i = 0; i < alpha; ++i)
+              for (int j = 0; j < alpha; ++j) {
                 double v = 0;
-                for (int k = 0; k < 4; ++k) v += t[i][k] * BT[j][k];
-                m[i][j] += v * u[((4 * i + j) * c.OC + oc) * c.ICG + ic];
+                for (int k = 0; k < alpha; ++k) v += t[i][k] * BT(j, k);
+                acc[i][j] += v * u[((alpha * i + j) * c.OC + oc) * c.ICG + ic];
               }
           }
-          for (int a = 0; a < 2; ++a)
-            for (int bb = 0; bb < 2; ++bb) {
-              int64_t oh = 2 * th + a, ow = 2 * tw + bb;
+          for (int a = 0; a < m; ++a)
+            for (int bb = 0; bb < m; ++bb) {
+              int64_t oh = m * th + a, ow = m * tw + bb;
               if (oh >= g.OH || ow >= g.OW) continue;
               double v = b ? b[oc] : 0.0;
-              for (int i = 0; i < 4; ++i)
-                for (int j = 0; j < 4; ++j) v += AT[a][i] * m[i][j] * AT[bb][j];
+              for (int i = 0; i < alpha; ++i)
+                for (int j = 0; j < alpha; ++j) v += AT(a, i) * acc[i][j] * AT(bb, j);
               y[((n * c.OC + oc) * g.OH + oh) * g.OW + ow] = static_cast<float>(v);
             }
         }
@@ -161,31 +173,36 @@ void reference_conv(const Node& node, const std::vector<const Tensor*>& in, std:
     }
 }
 
-// Winograd F(2x2, 3x3) working set: padded input planes (tile grid rounded up, one
-// row and column of halo each side), and per block of TB tiles the 16 transformed
-// input matrices V[xi][IC][TB], the 16 GEMM results M[xi][OC][TB] and one output row.
+// Winograd F(m x m, 3x3) working set: the padded input planes (tile grid rounded up,
+// one row and column of halo each side) split into m column phases, and per block of
+// TB tiles the alpha^2 transformed input matrices V[xi][IC][TB], the alpha^2 GEMM
+// results M[xi][OC][TB] and m output rows.
 struct WinogradPlan {
-  int64_t TH, TW, T, Hp, Wq, TB, TBp;  // TBp: row stride of V and M (TB + spare)
-  int64_t xp_floats, v_floats, m_floats, row_floats;
+  int64_t m, alpha, TH, TW, T, Hp, Wq, TB, TBp;  // TBp: row stride of V and M (TB + spare)
+  int64_t xp_floats, v_floats, m_floats, row, row_floats;
 };
 
-WinogradPlan winograd_plan(const ConvGeometry& c) {
+WinogradPlan winograd_plan(const Node& node, const ConvGeometry& c) {
   const Window& g = c.win;
   WinogradPlan p;
-  p.TH = (g.OH + 1) / 2;
-  p.TW = (g.OW + 1) / 2;
+  p.m = winograd_m(node);
+  p.alpha = p.m + 2;
+  p.TH = (g.OH + p.m - 1) / p.m;
+  p.TW = (g.OW + p.m - 1) / p.m;
   p.T = p.TH * p.TW;
-  p.Hp = 2 * p.TH + 2;
-  // Parity planes of the (2 TW + 2)-wide padded rows, plus the transforms' spare reads.
+  p.Hp = p.m * p.TH + 2;
+  // Phase rows of the (m TW + 2)-wide padded rows, plus the transforms' spare reads.
   p.Wq = p.TW + 1 + 4;
   // Blocks of whole 48-column GEMM tiles whose V and M stay within ~768 KB (L2).
-  int64_t fit = 196608 / (16 * (c.ICG + c.OC) * 48);
+  int64_t xis = p.alpha * p.alpha;
+  int64_t fit = 196608 / (xis * (c.ICG + c.OC) * 48);
   p.TB = p.T <= 96 ? p.T : 48 * std::clamp<int64_t>(fit, 1, 4);
   p.TBp = p.TB + 4;  // INGOT_WINOGRAD_SPARE
-  p.xp_floats = (2 * g.C * p.Hp * p.Wq + 15) / 16 * 16;
-  p.v_floats = 16 * c.ICG * p.TBp;
-  p.m_floats = 16 * c.OC * p.TBp;
-  p.row_floats = 2 * ((2 * p.TW + 32 + 15) / 16 * 16);
+  p.xp_floats = (p.m * g.C * p.Hp * p.Wq + 15) / 16 * 16;
+  p.v_floats = xis * c.ICG * p.TBp;
+  p.m_floats = xis * c.OC * p.TBp;
+  p.row = (p.m * (p.TW + 4) + 15) / 16 * 16;
+  p.row_floats = p.m * p.row;
   return p;
 }
 
@@ -246,12 +263,25 @@ std::string lower_conv(LoweringContext& ctx) {
   }
   if (is_winograd(node)) {
     if (ctx.scratch.empty()) fail("{}: the Winograd kernel needs scratch", node.describe());
-    WinogradPlan p = winograd_plan(c);
+    WinogradPlan p = winograd_plan(node, c);
     GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
     ctx.headers.insert("f32_gemm_tile.h");
     ctx.headers.insert("f32_winograd.h");
-    ctx.kernel_name = fmt::format("f32_conv3x3_s1_winograd2x2_{}_{}", tile.kernel.substr(tile.kernel.rfind('_') + 1),
+    ctx.kernel_name = fmt::format("f32_conv3x3_s1_winograd{}x{}_{}_{}", p.m, p.m, tile.kernel.substr(tile.kernel.rfind('_') + 1),
                                   shape_str(node.outputs[0]->shape));
+    const int64_t ps = g.C * p.Hp * p.Wq;  // one column phase of every plane
+    auto phase = [&](int64_t r) { return fmt::format("ph + {} + ic * {}", r * ps, p.Hp * p.Wq); };
+    const std::string input_call =
+        p.m == 2 ? fmt::format("f32_winograd_f2k3_input(wv + ic * {tbp} + (t - t0), {{vstride}}, {p0}, {p1}, {Wq}, th, tw0, run)",
+                               fmt::arg("tbp", p.TBp), fmt::arg("p0", phase(0)), fmt::arg("p1", phase(1)), fmt::arg("Wq", p.Wq))
+                 : fmt::format("f32_winograd_f4k3_input(wv + ic * {tbp} + (t - t0), {{vstride}}, {p0}, {p1}, {p2}, {p3}, {Wq}, th, tw0, run)",
+                               fmt::arg("tbp", p.TBp), fmt::arg("p0", phase(0)), fmt::arg("p1", phase(1)),
+                               fmt::arg("p2", phase(2)), fmt::arg("p3", phase(3)), fmt::arg("Wq", p.Wq));
+    const std::string output_call =
+        p.m == 2 ? fmt::format("f32_winograd_f2k3_output(wrow, wrow + {row}, wm + oc * {tbp} + (t - t0), {{mstride}}, run)",
+                               fmt::arg("row", p.row), fmt::arg("tbp", p.TBp))
+                 : fmt::format("f32_winograd_f4k3_output(wrow, {row}, wm + oc * {tbp} + (t - t0), {{mstride}}, run)",
+                               fmt::arg("row", p.row), fmt::arg("tbp", p.TBp));
     // One block of `tb` tiles starting at tile `t0`: input transform, 16 GEMMs,
     // output transform with bias and epilogue. Tiles run in row-major order; a block
     // may start and end inside a tile row, so both transforms walk row segments.
@@ -274,10 +304,10 @@ std::string lower_conv(LoweringContext& ctx) {
           "      for (int64_t t = t0; t < t0 + {tb};) {{\n"
           "        const int64_t th = t / {TW}, tw0 = t - th * {TW};\n"
           "        const int64_t run = t0 + {tb} - t < {TW} - tw0 ? t0 + {tb} - t : {TW} - tw0;\n"
-          "        f32_winograd_f2k3_input(wv + ic * {tbp} + (t - t0), {vstride}, pe + ic * {HpWq}, po + ic * {HpWq}, {Wq}, th, tw0, run);\n"
+          "        {input_call};\n"
           "        t += run;\n"
           "      }}\n"
-          "    for (int64_t xi = 0; xi < 16; ++xi) {{\n"
+          "    for (int64_t xi = 0; xi < {xis}; ++xi) {{\n"
           "      const float* ux = {u} + xi * {OCIC};\n"
           "      const float* vx = wv + xi * {vstride};\n"
           "      float* mx = wm + xi * {mstride};\n"
@@ -287,10 +317,10 @@ std::string lower_conv(LoweringContext& ctx) {
           "      for (int64_t t = t0; t < t0 + {tb};) {{\n"
           "        const int64_t th = t / {TW}, tw0 = t - th * {TW};\n"
           "        const int64_t run = t0 + {tb} - t < {TW} - tw0 ? t0 + {tb} - t : {TW} - tw0;\n"
-          "        const int64_t ow0 = 2 * tw0, cols = 2 * run < {OW} - ow0 ? 2 * run : {OW} - ow0;\n"
-          "        f32_winograd_f2k3_output(wrow, wrow + {row}, wm + oc * {tbp} + (t - t0), {mstride}, run);\n"
-          "        for (int a = 0; a < 2; ++a) {{\n"
-          "          const int64_t oh = 2 * th + a;\n"
+          "        const int64_t ow0 = {m} * tw0, cols = {m} * run < {OW} - ow0 ? {m} * run : {OW} - ow0;\n"
+          "        {output_call};\n"
+          "        for (int a = 0; a < {m}; ++a) {{\n"
+          "          const int64_t oh = {m} * th + a;\n"
           "          if (oh >= {OH}) break;\n"
           "          const float* trow = wrow + a * {row};\n"
           "          float* yrow = yn + oc * {OHW} + oh * {OW} + ow0;\n"
@@ -306,8 +336,10 @@ std::string lower_conv(LoweringContext& ctx) {
           "      }}\n"
           "    }}\n",
           fmt::arg("t0", t0), fmt::arg("IC", c.ICG), fmt::arg("tb", tb), fmt::arg("tbp", p.TBp), fmt::arg("TW", p.TW),
-          fmt::arg("vstride", c.ICG * p.TBp), fmt::arg("HpWq", p.Hp * p.Wq), fmt::arg("Wq", p.Wq), fmt::arg("u", ctx.in[1]),
-          fmt::arg("OCIC", c.OC * c.ICG), fmt::arg("mstride", c.OC * p.TBp), fmt::arg("row", p.row_floats / 2),
+          fmt::arg("vstride", c.ICG * p.TBp), fmt::arg("u", ctx.in[1]), fmt::arg("OCIC", c.OC * c.ICG),
+          fmt::arg("mstride", c.OC * p.TBp), fmt::arg("row", p.row), fmt::arg("m", p.m), fmt::arg("xis", p.alpha * p.alpha),
+          fmt::arg("input_call", fmt::format(fmt::runtime(input_call), fmt::arg("vstride", c.ICG * p.TBp))),
+          fmt::arg("output_call", fmt::format(fmt::runtime(output_call), fmt::arg("mstride", c.OC * p.TBp))),
           fmt::arg("gemm", emit_gemm_loops(loops, tile)),
           fmt::arg("OC", c.OC), fmt::arg("OW", g.OW), fmt::arg("OH", g.OH), fmt::arg("OHW", HW), fmt::arg("bias", bias),
           fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
@@ -317,22 +349,21 @@ std::string lower_conv(LoweringContext& ctx) {
     if (full > 0) blocks += fmt::format("  for (int64_t tb0 = 0; tb0 < {}; tb0 += {}) {{\n{}  }}\n", full, p.TB, block("tb0", p.TB));
     if (rem > 0) blocks += block(std::to_string(full), rem);
     return fmt::format(
-        "  float* pe = {scratch};\n"
-        "  float* po = pe + {C} * {Hp} * {Wq};\n"
-        "  float* wv = pe + {xp};\n"
+        "  float* ph = {scratch};\n"
+        "  float* wv = ph + {xp};\n"
         "  float* wm = wv + {v};\n"
         "  float* wrow = wm + {m};\n"
         "  for (int64_t n = 0; n < {N}; ++n) {{\n"
         "    const float* xn = {x} + n * {CHW};\n"
         "    float* yn = {y} + n * {OCHW};\n"
-        "    f32_winograd_parity_planes(pe, po, xn, {C}, {H}, {W}, {Hp}, {Wq}, {PH}, {PW});\n"
+        "    f32_winograd_phase_planes(ph, {ps}, xn, {C}, {H}, {W}, {Hp}, {Wq}, {PH}, {PW}, {phases});\n"
         "{blocks}"
         "  }}\n",
         fmt::arg("scratch", ctx.scratch), fmt::arg("xp", p.xp_floats), fmt::arg("v", p.v_floats),
         fmt::arg("m", p.m_floats), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
         fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C), fmt::arg("H", g.H),
         fmt::arg("W", g.W), fmt::arg("Hp", p.Hp), fmt::arg("Wq", p.Wq), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW),
-        fmt::arg("blocks", blocks));
+        fmt::arg("ps", ps), fmt::arg("phases", p.m), fmt::arg("blocks", blocks));
   }
   bool shifted = c.G == 1 && !pointwise && g.SH == 1 && g.SW == 1 && (ctx.target_features & INGOT_FEATURE_AVX512F);
   if (shifted) {
@@ -583,7 +614,7 @@ uint64_t conv_scratch_bytes(const Node& node) {
   ConvGeometry c = conv_geometry(node);
   const Window& g = c.win;
   if (is_winograd(node)) {
-    WinogradPlan p = winograd_plan(c);
+    WinogradPlan p = winograd_plan(node, c);
     return static_cast<uint64_t>(p.xp_floats + p.v_floats + p.m_floats + p.row_floats) * sizeof(float);
   }
   if (transposed_panel_width(node) > 0) return static_cast<uint64_t>(8 * transposed_panel_width(node)) * sizeof(float);

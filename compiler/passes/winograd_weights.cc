@@ -23,30 +23,45 @@ bool wants_winograd(const Node& node) {
 
 }  // namespace
 
-// Winograd F(2x2, 3x3): U[xi = 4i + j][oc][ic] = (G g G^T)[i][j] for each 3x3 filter g,
-// computed in double. The kernel then runs 16 GEMMs on transformed input tiles.
+// Winograd F(m x m, 3x3), alpha = m + 2: U[xi = alpha i + j][oc][ic] = (G g G^T)[i][j]
+// for each 3x3 filter g, computed in double. The kernel then runs alpha^2 GEMMs on
+// transformed input tiles: m = 4 (4x fewer multiply-adds) or m = 2 (2.25x, and 16
+// weight matrices instead of 36).
 void winograd_weights(Graph& graph) {
-  static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  static const double G4[6][3] = {{0.25, 0, 0},
+                                  {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                  {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                  {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                  {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                  {0, 0, 1}};
   for (auto& owned : graph.nodes()) {
     Node& node = *owned;
     if (!wants_winograd(node)) continue;
+    const Shape& y = node.outputs[0]->shape;
+    const Shape& ws = node.inputs[1]->shape;
+    // F(4x4) on big images, and on small ones while its 36 weight matrices stay within
+    // 4 MB (beyond that, streaming them costs more than the multiplies it saves).
+    const bool small_weights = 36 * ws[0] * ws[1] * 4 <= (int64_t{4} << 20);
+    const int m = y[2] * y[3] >= 27 * 27 || small_weights ? 4 : 2, alpha = m + 2;
+    auto G = [&](int i, int c) { return m == 4 ? G4[i][c] : G2[i][c]; };
     const Tensor& w = *node.inputs[1]->constant;
     int64_t oc_count = w.shape[0], ic_count = w.shape[1];
-    Tensor u(DType::F32, {16, oc_count, ic_count});
+    Tensor u(DType::F32, {alpha * alpha, oc_count, ic_count});
     for (int64_t oc = 0; oc < oc_count; ++oc)
       for (int64_t ic = 0; ic < ic_count; ++ic) {
         const float* g = w.data<float>() + (oc * ic_count + ic) * 9;
-        double gg[4][3];  // G g
-        for (int i = 0; i < 4; ++i)
-          for (int c = 0; c < 3; ++c) gg[i][c] = G[i][0] * g[c] + G[i][1] * g[3 + c] + G[i][2] * g[6 + c];
-        for (int i = 0; i < 4; ++i)
-          for (int j = 0; j < 4; ++j) {
-            double v = gg[i][0] * G[j][0] + gg[i][1] * G[j][1] + gg[i][2] * G[j][2];
-            u.data<float>()[((4 * i + j) * oc_count + oc) * ic_count + ic] = static_cast<float>(v);
+        double gg[6][3];  // G g
+        for (int i = 0; i < alpha; ++i)
+          for (int c = 0; c < 3; ++c) gg[i][c] = G(i, 0) * g[c] + G(i, 1) * g[3 + c] + G(i, 2) * g[6 + c];
+        for (int i = 0; i < alpha; ++i)
+          for (int j = 0; j < alpha; ++j) {
+            double v = gg[i][0] * G(j, 0) + gg[i][1] * G(j, 1) + gg[i][2] * G(j, 2);
+            u.data<float>()[((alpha * i + j) * oc_count + oc) * ic_count + ic] = static_cast<float>(v);
           }
       }
     node.inputs[1] = graph.add_constant(graph.unique_name(node.name + ".winograd"), std::move(u));
-    node.attrs["winograd"] = int64_t{2};
+    node.attrs["winograd"] = int64_t{m};
     node.attrs["kernel_shape"] = std::vector<int64_t>{3, 3};
   }
 }

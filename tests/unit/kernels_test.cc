@@ -353,7 +353,8 @@ TEST(KernelTest, InvertedResidualBlocks) {
   EXPECT_EQ(dispatch_count(c.plan), 8u);
 }
 
-// Winograd F(2x2, 3x3) on every x86-64 tile: odd and even outputs (partial edge
+// Winograd F(4x4, 3x3) (small weights or big images) and F(2x2, 3x3) (big weights on
+// small images) on every x86-64 tile: odd and even outputs (partial edge
 // tiles), asymmetric and no padding, a batch of two, tile counts below one block, at
 // a block with a remainder, and a fused residual Add + Relu epilogue.
 TEST_P(GemmKernelTest, WinogradConv) {
@@ -364,6 +365,11 @@ TEST_P(GemmKernelTest, WinogradConv) {
   add_conv(k, {1, 16, 7, 7}, {16, 16, 3, 3}, {});
   add_conv(k, {1, 16, 30, 31}, {16, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}});  // 15 x 16 = 240 tiles
   add_conv(k, {1, 16, 6, 6}, {16, 16, 3, 3}, {{"auto_pad", std::string("SAME_UPPER")}});
+  add_conv(k, {1, 16, 47, 50}, {24, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {1, 17, 50, 48}, {16, 17, 3, 3}, {}, false);
+  // Small images with weights too big for 36 matrices take F(2x2, 3x3).
+  add_conv(k, {1, 160, 7, 9}, {192, 160, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {1, 176, 6, 5}, {176, 176, 3, 3}, {}, false);
   Value* res = k.input({1, 32, 14, 14});
   Node* c = k.inner("Conv", {k.input({1, 24, 14, 14}), k.weight({32, 24, 3, 3}), k.weight({32})}, {{"pads", I{1, 1, 1, 1}}});
   Node* add = k.inner("Add", {c->outputs[0], res});
@@ -375,9 +381,10 @@ TEST_P(GemmKernelTest, WinogradConv) {
       },
       GetParam());
   int winograd = 0;
-  for (const auto& n : k.graph().nodes()) winograd += n->attr_int("winograd", 0) == 2;
-  EXPECT_EQ(winograd, 7);
+  for (const auto& n : k.graph().nodes()) winograd += n->attr_int("winograd", 0) != 0;
+  EXPECT_EQ(winograd, 11);
   EXPECT_NE(compiled.source.code.find("f32_winograd_f2k3_input"), std::string::npos);
+  EXPECT_NE(compiled.source.code.find("f32_winograd_f4k3_input"), std::string::npos);
 }
 
 // Window geometry: strides, pads, dilations, auto_pad, groups (direct and GEMM paths).
