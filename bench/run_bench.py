@@ -512,7 +512,8 @@ def main():
            "ratio = ingot median / ORT median; ratio −floor = ingot median / (ORT median − ORT "
            "`null` median); max abs diff between the two engines' outputs on the same input "
            "((!) = beyond 1e-4 + 1e-3·max|ref|); GFLOP/s = 2×MACs of Conv/Gemm/MatMul ÷ ingot "
-           "median; iters i/o = timed iterations per round for ingot / ORT (median over rounds). "
+           "median (an effective rate: Winograd convolutions do fewer multiply-adds, so it can pass the "
+           "peak); iters i/o = timed iterations per round for ingot / ORT (median over rounds). "
            "See bench/README.md."]
     if probs:
         md += ["", "Problems:", ""] + ["- " + p for p in probs]
