@@ -22,6 +22,57 @@ INGOT_INLINE __mmask16 f32_dwconv_lane_mask(ingot_index_t lo, ingot_index_t hi) 
   return (__mmask16)(upto_hi & ~below_lo);
 }
 
+/* Column (position mod Wp) of each of the 16 flat positions starting at q, whose
+ * column is c0. Computed from scratch for every q, so successive vectors do not wait
+ * on each other. */
+INGOT_INLINE __m512i f32_dwconv_columns(ingot_index_t c0, ingot_index_t Wp) {
+  const __m512i wp = _mm512_set1_epi32((int32_t)Wp);
+  __m512i cols = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                  _mm512_set1_epi32((int32_t)c0));
+  for (ingot_index_t k = 0; k < (c0 + 15) / Wp; ++k) cols = _mm512_mask_sub_epi32(cols, _mm512_cmpge_epi32_mask(cols, wp), cols, wp);
+  return cols;
+}
+
+/* Narrow planes: copies H rows of W floats into rows PH.. of a padded plane (row stride
+ * Wp, data from column PW) 16 flat positions at a time with expanding loads, writing
+ * the zero columns between rows too. Row loops would cost a loop per 5 floats on a
+ * 25x5 plane. Every vector finds its source offset on its own (rows before it times
+ * W, plus the data columns before it in its row). */
+INGOT_INLINE void f32_copy_plane_interior_avx512(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t H,
+                                                 ingot_index_t W, ingot_index_t Wp, ingot_index_t PH, ingot_index_t PW) {
+  float* INGOT_RESTRICT d = dst + PH * Wp;
+  const ingot_index_t n = H * Wp;
+  const __m512i lo = _mm512_set1_epi32((int32_t)PW), hi = _mm512_set1_epi32((int32_t)(PW + W));
+  for (ingot_index_t q = 0; q < n; q += 16) {
+    const ingot_index_t row = q / Wp, c0 = q - row * Wp;
+    const ingot_index_t before = c0 <= PW ? 0 : (c0 - PW < W ? c0 - PW : W);
+    const __m512i cols = f32_dwconv_columns(c0, Wp);
+    const __mmask16 inside = n - q >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - q)) - 1u);
+    const __mmask16 data = inside & _mm512_cmpge_epi32_mask(cols, lo) & _mm512_cmplt_epi32_mask(cols, hi);
+    _mm512_mask_storeu_ps(d + q, inside, _mm512_maskz_expandloadu_ps(data, src + row * W + before));
+  }
+}
+
+/* The other way, with bias and activation: the OW real columns of each of OH rows of
+ * a padded-width plane |yp| (room for OH * Wp rounded up to 16) go to the compact
+ * plane |y|, 16 flat positions at a time (in-register compress, one store). */
+INGOT_INLINE void f32_dwconv_store_rows_avx512(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT yp, ingot_index_t OH,
+                                               ingot_index_t OW, ingot_index_t Wp, float bias, int act, float lo, float hi) {
+  const ingot_index_t n = OH * Wp;
+  const __m512i ow = _mm512_set1_epi32((int32_t)OW);
+  for (ingot_index_t q = 0; q < n; q += 16) {
+    const ingot_index_t row = q / Wp, c0 = q - row * Wp;
+    const __m512i cols = f32_dwconv_columns(c0, Wp);
+    const __mmask16 inside = n - q >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - q)) - 1u);
+    const __mmask16 real = inside & _mm512_cmplt_epi32_mask(cols, ow);
+    __m512 v = _mm512_add_ps(_mm512_loadu_ps(yp + q), _mm512_set1_ps(bias));
+    if (act == INGOT_TILE_ACT_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
+    if (act == INGOT_TILE_ACT_CLIP) v = _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), v));
+    const unsigned count = (unsigned)__builtin_popcount((unsigned)real);
+    _mm512_mask_storeu_ps(y + row * OW + (c0 < OW ? c0 : OW), (__mmask16)((1u << count) - 1u), _mm512_maskz_compress_ps(real, v));
+  }
+}
+
 INGOT_INLINE void f32_dwconv2d_plane_avx512(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x,
                                             const float* INGOT_RESTRICT w, ingot_index_t H, ingot_index_t W, ingot_index_t OH,
                                             ingot_index_t OW, ingot_index_t KH, ingot_index_t KW, ingot_index_t SH, ingot_index_t SW, ingot_index_t PH,

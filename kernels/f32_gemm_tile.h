@@ -18,9 +18,6 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
-/* Activation applied to a finished tile while it is still in registers. */
-enum { INGOT_TILE_ACT_NONE = 0, INGOT_TILE_ACT_RELU = 1, INGOT_TILE_ACT_CLIP = 2 };
-
 /* C[mr x nr] = A * B, then (optionally) + bias[row] and an activation, then stored.
  * ReLU maps NaN to 0 and Clip keeps it, as their references do. */
 INGOT_INLINE void f32_gemm_tile_8x48_avx512_act(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,

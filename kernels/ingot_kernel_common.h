@@ -16,6 +16,10 @@ typedef int32_t ingot_index_t;
 #endif
 
 #define INGOT_INLINE static inline __attribute__((always_inline))
+
+/* Activation a vector kernel applies to its results in registers (GEMM tiles,
+ * depthwise stores): none, ReLU (NaN becomes 0) or Clip to [lo, hi] (NaN stays). */
+enum { INGOT_TILE_ACT_NONE = 0, INGOT_TILE_ACT_RELU = 1, INGOT_TILE_ACT_CLIP = 2 };
 #define INGOT_RESTRICT __restrict__
 
 INGOT_INLINE float ingot_relu(float x) { return x > 0.0f ? x : 0.0f; }

@@ -330,6 +330,9 @@ TEST(KernelTest, InvertedResidualBlocks) {
   };
   dw_project(k.input({1, 32, 112, 57}), 32, 16, 1);
   dw_project(k.input({1, 24, 45, 31}), 24, 40, 2);
+  // 5-wide rows (a keyword-spotting net's 25x5 planes) take the row-loop moves.
+  block(k.input({1, 8, 25, 5}), 8, 16, 8, 1, "Relu", nullptr);
+  dw_project(k.input({1, 16, 25, 5}), 16, 16, 1);
   // A stem (3x3 stride 2 over 3 channels, asymmetric padding) as the expand.
   {
     Node* stem = k.inner("Conv", {k.input({1, 3, 97, 66}), k.weight({32, 3, 3, 3}), k.weight({32})},
@@ -349,8 +352,8 @@ TEST(KernelTest, InvertedResidualBlocks) {
       "x86_64-avx512");
   int blocks = 0;
   for (const auto& n : k.graph().nodes()) blocks += n->op_type == "InvertedResidual";
-  EXPECT_EQ(blocks, 8);
-  EXPECT_EQ(dispatch_count(c.plan), 8u);
+  EXPECT_EQ(blocks, 10);
+  EXPECT_EQ(dispatch_count(c.plan), 10u);
 }
 
 // Winograd F(4x4, 3x3) (small weights or big images) and F(2x2, 3x3) (big weights on
