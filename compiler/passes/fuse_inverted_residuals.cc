@@ -64,12 +64,12 @@ Node* only_user(const Graph& graph, Value* v) {
   return users.size() == 1 && users[0]->inputs[0] == v ? users[0] : nullptr;
 }
 
-void copy_activation(const Node& conv, Node& block, const std::string& prefix) {
+void copy_activation(const Node& conv, ops::Attrs& attrs, const std::string& prefix) {
   if (conv.epilogue.empty()) return;
   const EpilogueOp& op = conv.epilogue[0];
-  block.attrs[prefix + "act"] = op.op_type;
+  attrs[prefix + "act"] = op.op_type;
   for (const char* key : {"min", "max"})
-    if (op.attrs.count(key)) block.attrs[prefix + key] = op.attrs.at(key);
+    if (op.attrs.count(key)) attrs[prefix + key] = op.attrs.at(key);
 }
 
 Value* bias_or_zeros(Graph& graph, Node& conv) {
@@ -87,6 +87,32 @@ Value* bias_or_zeros(Graph& graph, Node& conv) {
 // depthwise activations travel as attributes, the project's epilogue (a residual Add)
 // as the block's epilogue.
 void fuse_inverted_residuals(Graph& graph) {
+  // The chain [expand,] depthwise, project becomes one node in the chain's first place,
+  // taking the project's output and epilogue.
+  auto replace_chain = [&](std::vector<Node*> chain, std::vector<Value*> inputs, ops::Attrs attrs) {
+    Node* first = chain.front();
+    Node* project = chain.back();
+    Node* block = graph.insert_node(first, "InvertedResidual", graph.unique_name(first->name + ".block"),
+                                    std::move(inputs), 1);
+    block->opset = first->opset;
+    block->attrs = std::move(attrs);
+    block->epilogue = project->epilogue;
+    Value* out = project->outputs[0];
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) graph.remove_node(*it);
+    block->outputs[0] = out;
+    out->producer = block;
+  };
+  // The project's epilogue operands must exist before the block runs in `first`'s place.
+  auto operands_ready = [&](const Node& project, const Node& first) {
+    for (const EpilogueOp& op : project.epilogue) {
+      Value* v = op.operand;
+      if (v && !v->is_constant() && !graph.is_graph_input(v) &&
+          (!v->producer || graph.position(v->producer) >= graph.position(&first)))
+        return false;
+    }
+    return true;
+  };
+
   std::vector<Node*> order;
   for (auto& n : graph.nodes()) order.push_back(n.get());
   for (Node* expand : order) {
@@ -95,38 +121,20 @@ void fuse_inverted_residuals(Graph& graph) {
     Node* dw = only_user(graph, expand->outputs[0]);
     if (!dw || !depthwise3x3(*dw, stride) || !simple_activation(*dw)) continue;
     Node* project = only_user(graph, dw->outputs[0]);
-    if (!project || !pointwise(*project)) continue;
-    // The project's epilogue operands must exist before the block runs in the expand's place.
-    bool operands_ready = true;
-    for (const EpilogueOp& op : project->epilogue) {
-      Value* v = op.operand;
-      if (v && !v->is_constant() && !graph.is_graph_input(v) &&
-          (!v->producer || graph.position(v->producer) >= graph.position(expand)))
-        operands_ready = false;
-    }
-    if (!operands_ready) continue;
-
-    Node* block = graph.insert_node(expand, "InvertedResidual", graph.unique_name(expand->name + ".block"),
-                                    {expand->inputs[0], expand->inputs[1], bias_or_zeros(graph, *expand), dw->inputs[1],
-                                     bias_or_zeros(graph, *dw), project->inputs[1], bias_or_zeros(graph, *project)},
-                                    1);
-    block->opset = expand->opset;
-    block->attrs["stride"] = stride;
+    if (!project || !pointwise(*project) || !operands_ready(*project, *expand)) continue;
+    ops::Attrs attrs{{"stride", stride}};
     if (!pointwise(*expand)) {
       const Shape& w = expand->inputs[1]->shape;
-      block->attrs["expand_kernel"] = std::vector<int64_t>{w[2], w[3]};
-      block->attrs["expand_strides"] = expand->attr_ints("strides", {1, 1});
-      block->attrs["expand_pads"] = expand->attr_ints("pads", {0, 0, 0, 0});
+      attrs["expand_kernel"] = std::vector<int64_t>{w[2], w[3]};
+      attrs["expand_strides"] = expand->attr_ints("strides", {1, 1});
+      attrs["expand_pads"] = expand->attr_ints("pads", {0, 0, 0, 0});
     }
-    copy_activation(*expand, *block, "expand_");
-    copy_activation(*dw, *block, "dw_");
-    block->epilogue = project->epilogue;
-    Value* out = project->outputs[0];
-    graph.remove_node(project);
-    graph.remove_node(dw);
-    graph.remove_node(expand);
-    block->outputs[0] = out;
-    out->producer = block;
+    copy_activation(*expand, attrs, "expand_");
+    copy_activation(*dw, attrs, "dw_");
+    replace_chain({expand, dw, project},
+                  {expand->inputs[0], expand->inputs[1], bias_or_zeros(graph, *expand), dw->inputs[1],
+                   bias_or_zeros(graph, *dw), project->inputs[1], bias_or_zeros(graph, *project)},
+                  attrs);
   }
   // Depthwise → project without an expand (MobileNet-V2's first block): the same
   // banded dispatch, reading the depthwise's input rows in place.
@@ -136,29 +144,12 @@ void fuse_inverted_residuals(Graph& graph) {
     int64_t stride = 1;
     if (graph.position(dw) < 0 || !depthwise3x3(*dw, stride) || !simple_activation(*dw)) continue;
     Node* project = only_user(graph, dw->outputs[0]);
-    if (!project || !pointwise(*project)) continue;
-    bool operands_ready = true;
-    for (const EpilogueOp& op : project->epilogue) {
-      Value* v = op.operand;
-      if (v && !v->is_constant() && !graph.is_graph_input(v) &&
-          (!v->producer || graph.position(v->producer) >= graph.position(dw)))
-        operands_ready = false;
-    }
-    if (!operands_ready) continue;
-    Node* block = graph.insert_node(dw, "InvertedResidual", graph.unique_name(dw->name + ".block"),
-                                    {dw->inputs[0], dw->inputs[1], bias_or_zeros(graph, *dw), project->inputs[1],
-                                     bias_or_zeros(graph, *project)},
-                                    1);
-    block->opset = dw->opset;
-    block->attrs["stride"] = stride;
-    block->attrs["expand"] = int64_t{0};
-    copy_activation(*dw, *block, "dw_");
-    block->epilogue = project->epilogue;
-    Value* out = project->outputs[0];
-    graph.remove_node(project);
-    graph.remove_node(dw);
-    block->outputs[0] = out;
-    out->producer = block;
+    if (!project || !pointwise(*project) || !operands_ready(*project, *dw)) continue;
+    ops::Attrs attrs{{"stride", stride}, {"expand", int64_t{0}}};
+    copy_activation(*dw, attrs, "dw_");
+    replace_chain({dw, project},
+                  {dw->inputs[0], dw->inputs[1], bias_or_zeros(graph, *dw), project->inputs[1], bias_or_zeros(graph, *project)},
+                  attrs);
   }
 }
 
