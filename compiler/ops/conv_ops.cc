@@ -638,7 +638,8 @@ uint64_t conv_scratch_bytes(const Node& node) {
   if (transposed_panel_width(node) > 0) return static_cast<uint64_t>(8 * transposed_panel_width(node)) * sizeof(float);
   bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 &&
                    g.PW_END == 0;
-  int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+  // Wp: full padded width (the stride-2 parity split); Ws: the shifted kernels' rows.
+  int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END, Ws = shared_pad_width(g);
   int64_t tail = (g.KW - 1) * g.DW + 16;
   uint64_t floats = 0;
   if (c.ICG == 1 && c.OCG == 1 && g.SW == 2) {
@@ -648,13 +649,13 @@ uint64_t conv_scratch_bytes(const Node& node) {
   }
   if (c.ICG == 1 && c.OCG == 1 && g.SH == 1 && g.SW == 1) {
     // Depthwise, stride 1: one padded plane (+ tail) and one padded-width output plane.
-    floats = std::max<uint64_t>(floats, (Hp * Wp + tail + 15) / 16 * 16 + g.OH * Wp + 15);
+    floats = std::max<uint64_t>(floats, (Hp * Ws + tail + 15) / 16 * 16 + g.OH * Ws + 15);
   }
   if (c.G == 1 && !pointwise) {
     // An im2col panel per column tile, or (stride 1) padded planes + one 8x48 C tile.
     floats = std::max<uint64_t>(floats, static_cast<uint64_t>(g.C * g.KH * g.KW) * 48);
     if (g.SH == 1 && g.SW == 1)
-      floats = std::max<uint64_t>(floats, (g.C * Hp * Wp + tail + 15) / 16 * 16 + 8 * 48);
+      floats = std::max<uint64_t>(floats, (g.C * Hp * Ws + tail + 15) / 16 * 16 + 8 * 48);
   }
   return floats * sizeof(float);
 }
