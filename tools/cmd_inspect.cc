@@ -32,7 +32,7 @@ struct InspectArgs {
   bool memory = false;
   bool size = false;
   bool json = false;
-  std::string cc;  // C artifacts: replaces the compiler on the ingot-build line
+  std::string cc;  // C artifacts: replaces the target's C compiler
 };
 
 // Everything inspect reports, gathered once from the loaded module.
@@ -361,7 +361,7 @@ int inspect_other(const InspectArgs& args, const std::vector<uint8_t>& bytes, St
   } else if (args.module.size() > 2 && args.module.compare(args.module.size() - 2, 2, ".c") == 0) {
     b = elf_size_breakdown(driver::build_c_artifact_object(args.module, args.cc));
     b.form = "C source, compiled";
-    what = "C source (sized as the object its ingot-build line compiles)";
+    what = "C source (sized as the object its target's flags compile)";
   } else {
     fail("'{}' is not a C artifact, object, static library or executable", args.module);
   }

@@ -37,9 +37,11 @@ struct CompileOptions {
 // (NAME.weights; MODULE.weights for a module) and records their size and CRC-32.
 void compile(const CompileOptions& options);
 
-// How `ingot inspect --size` sizes a C artifact: the C compiler and flags recorded on
-// its `ingot-build:` line (|cc| replaces the compiler when not empty). Returns the
-// object's bytes. Throws ingot::Error when the file has no such line or fails to build.
+// How `ingot inspect --size` sizes a C artifact: compiles it with the compiler and
+// flags of the target and -O level the file names, taken from ingot's own target table
+// (|cc| replaces the compiler when not empty); no word of the file reaches the command
+// line. Returns the object's bytes. Throws ingot::Error when the file names no known
+// target or fails to build.
 std::vector<uint8_t> build_c_artifact_object(const std::string& c_path, const std::string& cc);
 
 }  // namespace ingot::driver

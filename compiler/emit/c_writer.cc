@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/c/c_text.h"
 #include "compiler/ir/error.h"
 #include "ingot/runtime.h"
 
@@ -23,28 +24,8 @@ std::string upper(std::string s) {
   return s;
 }
 
-// Text safe inside a C comment.
-std::string comment_safe(std::string s) {
-  for (size_t pos = 0; (pos = s.find("*/", pos)) != std::string::npos;) s.replace(pos, 2, "* /");
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  return s;
-}
-
-std::string c_string_literal(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f || c == '?') {
-      out += fmt::format("\\{:03o}", c);  // octal: never swallows a following digit
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
+using codegen::c_comment_text;
+using codegen::c_string_literal;
 
 const char* dtype_letters(uint32_t dtype) {
   switch (dtype) {
@@ -262,14 +243,12 @@ std::string c_identifier_for(const std::string& path) {
       break;
     }
   }
-  std::string id;
-  for (unsigned char c : stem) id += std::isalnum(c) ? static_cast<char>(c) : '_';
-  if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0]))) id = "model_" + id;
-  return id;
+  return codegen::c_identifier(stem);
 }
 
 CArtifact generate_c_artifact(const CArtifactInput& in) {
   const ModuleContents& m = *in.module;
+  codegen::check_c_file_stem(in.file_stem);  // it is written into #include "..." and comments
   const std::string& p = in.prefix;
   const std::string P = upper(p);
   const bool external = !m.external_weights_path.empty();
@@ -306,8 +285,8 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
       "#ifndef {P}_H_\n#define {P}_H_\n\n#include <stddef.h>\n\n"
       "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n"
       "#define {P}_ARENA_SIZE {arena}u\n#define {P}_ARENA_ALIGNMENT {align}u\n",
-      fmt::arg("stem", in.file_stem), fmt::arg("model", comment_safe(in.model_name)),
-      fmt::arg("ver", comment_safe(m.compiler_version)), fmt::arg("target", in.target_name), fmt::arg("P", P),
+      fmt::arg("stem", in.file_stem), fmt::arg("model", c_comment_text(in.model_name)),
+      fmt::arg("ver", c_comment_text(m.compiler_version)), fmt::arg("target", in.target_name), fmt::arg("P", P),
       fmt::arg("p", p),
       fmt::arg("wargs", external ? fmt::format("weights, {}_WEIGHTS_SIZE", P) : std::string("NULL, 0")),
       fmt::arg("wnote", external ? ", unaligned weights" : ", weights passed but built in"),
@@ -317,7 +296,7 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
     h += fmt::format(
         "/* Weights: the file {file} (8-byte aligned in memory), checked by {p}_initialize. */\n"
         "#define {P}_WEIGHTS_FILE {lit}\n#define {P}_WEIGHTS_SIZE {size}u\n#define {P}_WEIGHTS_CRC32 0x{crc:08x}u\n",
-        fmt::arg("file", comment_safe(m.external_weights_path)), fmt::arg("p", p), fmt::arg("P", P),
+        fmt::arg("file", c_comment_text(m.external_weights_path)), fmt::arg("p", p), fmt::arg("P", P),
         fmt::arg("lit", c_string_literal(m.external_weights_path)), fmt::arg("size", m.constants.size()),
         fmt::arg("crc", weights_crc));
   }
@@ -325,11 +304,11 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
       fmt::format("#define {}_INPUT_COUNT {}u\n#define {}_OUTPUT_COUNT {}u\n", P, m.inputs.size(), P, m.outputs.size());
   for (size_t i = 0; i < m.inputs.size(); ++i) {
     h += fmt::format("#define {}_INPUT{}_BYTES {}u /* '{}': {} */\n", P, i, tensor_bytes(m.inputs[i]),
-                     comment_safe(m.inputs[i].name), type_string(m.inputs[i]));
+                     c_comment_text(m.inputs[i].name), type_string(m.inputs[i]));
   }
   for (size_t i = 0; i < m.outputs.size(); ++i) {
     h += fmt::format("#define {}_OUTPUT{}_BYTES {}u /* '{}': {} */\n", P, i, tensor_bytes(m.outputs[i]),
-                     comment_safe(m.outputs[i].name), type_string(m.outputs[i]));
+                     c_comment_text(m.outputs[i].name), type_string(m.outputs[i]));
   }
   h += fmt::format(
       "\n/* The caller's state: set by {p}_initialize, read by {p}_invoke. */\n"
@@ -342,7 +321,7 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
       "int {p}_invoke(const {p}_context_t* context, const void* const* inputs, void* const* outputs);\n\n"
       "#ifdef __cplusplus\n}}\n#endif\n\n#endif /* {P}_H_ */\n",
       fmt::arg("p", p), fmt::arg("P", P),
-      fmt::arg("wdoc", external ? fmt::format("the bytes of {}", comment_safe(m.external_weights_path))
+      fmt::arg("wdoc", external ? fmt::format("the bytes of {}", c_comment_text(m.external_weights_path))
                                 : std::string("built in: pass NULL, 0")));
 
   // ---- source -----------------------------------------------------------------
@@ -360,11 +339,11 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
       "#include <stddef.h>\n#include <stdint.h>\n\n#include \"{stem}.h\"\n\n"
       "#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__\n"
       "#error \"the plan tables and weights are little-endian\"\n#endif\n",
-      fmt::arg("stem", in.file_stem), fmt::arg("model", comment_safe(in.model_name)),
-      fmt::arg("ver", comment_safe(m.compiler_version)), fmt::arg("target", in.target_name),
-      fmt::arg("w", external ? fmt::format(" (weights in {})", comment_safe(m.external_weights_path))
+      fmt::arg("stem", in.file_stem), fmt::arg("model", c_comment_text(in.model_name)),
+      fmt::arg("ver", c_comment_text(m.compiler_version)), fmt::arg("target", in.target_name),
+      fmt::arg("w", external ? fmt::format(" (weights in {})", c_comment_text(m.external_weights_path))
                              : std::string(" and weights")),
-      fmt::arg("build", comment_safe(build_line(in))));
+      fmt::arg("build", c_comment_text(build_line(in))));
   const std::vector<std::string> macros = feature_macros(in.target_features);
   if (!macros.empty()) {
     std::string cond;
@@ -396,7 +375,7 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
     for (size_t s = 0; s < m.steps.size(); ++s) {
       const ingot_step_t& st = m.steps[s];
       std::string label = !m.strip && s < m.step_labels.size() && !m.step_labels[s].empty()
-                              ? " /* " + comment_safe(m.step_labels[s]) + " */"
+                              ? " /* " + c_comment_text(m.step_labels[s]) + " */"
                               : "";
       c += fmt::format("    {{{}, {}, {}, {}, {}, {}, 0}},{}\n", st.kind, st.binding_count, st.kernel, st.binding_first,
                        st.wg_begin, st.wg_end, label);
@@ -937,7 +916,7 @@ std::string generate_exe_main(const CArtifactInput& in) {
       "#define _POSIX_C_SOURCE 200809L\n"
       "#include <errno.h>\n#include <stdarg.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
       "#include <string.h>\n#include <unistd.h>\n\n#include \"{stem}.h\"\n",
-      fmt::arg("stem", in.file_stem), fmt::arg("ver", comment_safe(m.compiler_version)),
+      fmt::arg("stem", in.file_stem), fmt::arg("ver", c_comment_text(m.compiler_version)),
       fmt::arg("wopt", external ? " [--weights=FILE]" : ""));
   std::string tables = tensor_table("main_inputs", m.inputs) + tensor_table("main_outputs", m.outputs);
   tables += fmt::format("static const int main_has_weights = {};\n", external ? 1 : 0);

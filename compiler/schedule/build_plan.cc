@@ -17,9 +17,12 @@ constexpr uint64_t kAlign = INGOT_ARENA_ALIGNMENT;
 
 uint64_t align_up(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
+// The node's name and its fused epilogue's, for dumps and the module's NAMES section
+// (whose strings end at a NUL, so a NUL in a name is written as %00).
 std::string step_label(const Node& n) {
   std::string s = n.name;
   for (const EpilogueOp& e : n.epilogue) s += " + " + (e.name.empty() ? e.op_type : e.name);
+  for (size_t at = 0; (at = s.find('\0', at)) != std::string::npos; at += 3) s.replace(at, 1, "%00");
   return s;
 }
 

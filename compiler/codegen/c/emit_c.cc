@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/c/c_text.h"
 #include "compiler/ir/error.h"
 #include "compiler/ops/op_table.h"
 
@@ -111,7 +112,7 @@ CSource generate_c(const schedule::Plan& plan, const target::Target& target) {
           "/* {} ({}) */\n"
           "INGOT_KERNEL_EXPORT void {}(void* const* b, uint32_t wg_begin, uint32_t wg_end) {{\n"
           "  (void)wg_begin;\n  (void)wg_end;\n{}}}\n\n",
-          body.name, step.label, symbol, body.text);
+          c_comment_text(body.name), c_comment_text(step.label), symbol, body.text);
     }
     src.step_kernel.push_back(it->second);
   }
