@@ -175,7 +175,9 @@ std::vector<uint8_t> constants_section(const ModuleContents& c) {
     fail("external weights path '{}' is longer than {} bytes", path, INGOT_MAX_EXTERNAL_PATH);
   }
   check_name(path, "external weights path");
-  if (path.front() == '/') fail("external weights path '{}' is not relative", path);
+  // The loader takes only a plain file name beside the module (runtime/core/module.c).
+  if (path == "." || path == ".." || path.find_first_of("/\\") != std::string::npos)
+    fail("external weights path '{}' is not a plain file name", path);
   ingot_external_weights_t ext{};
   ext.size = c.constants.size();
   ext.crc32 = ingot_crc32(c.constants.data(), c.constants.size());

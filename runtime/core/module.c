@@ -159,8 +159,18 @@ static ingot_status_t ingot_parse_constants_(const ingot_section_view_t* section
       return ingot_fail_(m, INGOT_MALFORMED, "external weights path contains a NUL byte");
     }
   }
-  if (path[0] == '/') {
-    return ingot_fail_(m, INGOT_MALFORMED, "external weights path is not relative");
+  /* The weights lie beside the module: one plain file name, nothing that names a
+   * folder ('/', '\\'), the folder itself or its parent, or a control byte. */
+  if ((ext->path_length == 1 && path[0] == '.') ||
+      (ext->path_length == 2 && path[0] == '.' && path[1] == '.')) {
+    return ingot_fail_(m, INGOT_MALFORMED, "external weights path is not a file name");
+  }
+  for (uint32_t i = 0; i < ext->path_length; ++i) {
+    const unsigned char c = (unsigned char)path[i];
+    if (c == '/' || c == '\\' || c < 0x20 || c == 0x7f) {
+      return ingot_fail_(m, INGOT_MALFORMED,
+                         "external weights path is not a plain file name beside the module");
+    }
   }
   if (ext->size > (uint64_t)SIZE_MAX) {
     return ingot_fail_(m, INGOT_UNSUPPORTED, "external weights are too large for this host");

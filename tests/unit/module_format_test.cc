@@ -693,7 +693,7 @@ TEST(ModuleFormatTest, SignatureAndPlanHeadersAreChecked) {
 
 TEST(ModuleFormatTest, ExternalWeights) {
   ModuleContents c = copy_module();
-  c.external_weights_path = "weights/model.bin";
+  c.external_weights_path = "model.bin";
   const std::vector<uint8_t> weights = c.constants;
   ingot_module_t m;
   std::unique_ptr<AlignedBytes> keep;
@@ -703,7 +703,7 @@ TEST(ModuleFormatTest, ExternalWeights) {
   EXPECT_EQ(m.external_weights->size, weights.size());
   EXPECT_EQ(m.external_weights->crc32, ingot_crc32(weights.data(), weights.size()));
   EXPECT_EQ(std::string(m.external_weights_path, m.external_weights_path_length),
-            "weights/model.bin");
+            "model.bin");
   EXPECT_EQ(m.constants, nullptr);
   EXPECT_EQ(m.constants_size, weights.size());
   ASSERT_EQ(ingot_module_set_code(&m, m.code), INGOT_OK);
@@ -757,9 +757,42 @@ TEST(ModuleFormatTest, ExternalWeightsReferenceIsChecked) {
   auto ext = [](uint8_t* p) { return reinterpret_cast<ingot_external_weights_t*>(p); };
   expect([&](uint8_t* p) { ext(p)->path_length = 4; }, "path length");
   expect([&](uint8_t* p) { ext(p)->path_length = ~0u; }, "path length");
-  expect([&](uint8_t* p) { p[16] = '/'; }, "not relative");
+  expect([&](uint8_t* p) { p[16] = '/'; }, "plain file name");  // "/.bin": absolute
+  expect([&](uint8_t* p) { p[17] = '/'; }, "plain file name");  // "w/bin": a folder
+  expect([&](uint8_t* p) { p[17] = '\\'; }, "plain file name");
+  expect([&](uint8_t* p) { p[19] = '\n'; }, "plain file name");
   expect([&](uint8_t* p) { p[18] = '\0'; }, "NUL");
   expect([&](uint8_t* p) { ext(p)->size = 8; }, "binding range exceeds");
+}
+
+// The weights file must lie beside the module: ".." and "." are refused whole, as is
+// any path through a folder; a name that merely starts with dots is a file like any
+// other. (The writer refuses these too, so the paths are patched into the bytes.)
+TEST(ModuleFormatTest, ExternalWeightsPathStaysBesideTheModule) {
+  auto load_with_path = [](const std::string& path, ingot_module_t* m) {
+    ModuleContents c = copy_module();
+    c.external_weights_path = std::string(path.size(), 'x');
+    std::vector<uint8_t> bytes = serialize_module(c);
+    const ingot_section_entry_t* table = section_table(bytes.data());
+    for (uint32_t i = 0; i < 5; ++i) {
+      if (table[i].kind == INGOT_SECTION_CONSTANTS)
+        std::memcpy(bytes.data() + table[i].offset + sizeof(ingot_external_weights_t), path.data(), path.size());
+    }
+    fix_crcs(bytes.data(), bytes.size());
+    auto aligned = std::make_unique<AlignedBytes>(bytes);
+    ingot_status_t status = load(*aligned, m);
+    return std::make_pair(status, std::move(aligned));
+  };
+  for (const char* path : {"..", ".", "../w.bin", "a/../../w.bin", "/etc/passwd", "..\\w.bin"}) {
+    ingot_module_t m;
+    EXPECT_EQ(load_with_path(path, &m).first, INGOT_MALFORMED) << path;
+    EXPECT_NE(std::strstr(m.error_detail, "file name"), nullptr) << path << ": " << m.error_detail;
+  }
+  ingot_module_t m;
+  EXPECT_EQ(load_with_path("..w.bin", &m).first, INGOT_OK) << m.error_detail;
+  ModuleContents c = copy_module();
+  c.external_weights_path = "../w.bin";
+  EXPECT_THROW(serialize_module(c), Error);
 }
 
 // A module whose bytes are mutated at random must be refused or, when the mutation

@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/version_converter/convert.h>
 
+#include "compiler/import/confined_path.h"
 #include "compiler/ir/error.h"
 #include "compiler/ops/op_table.h"
 
@@ -56,19 +57,25 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path
     int64_t offset = 0, length = -1;
     for (const auto& kv : p.external_data()) {
       if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      else if (kv.key() == "offset") offset = parse_non_negative(kv.value(), what + ": external data offset");
+      else if (kv.key() == "length") length = parse_non_negative(kv.value(), what + ": external data length");
     }
     if (location.empty()) fail("{}: external data has no location", what);
-    std::filesystem::path file = model_dir / location;
-    std::ifstream in(file, std::ios::binary);
-    if (!in) fail("{}: cannot open external data file '{}'", what, file.string());
-    if (length >= 0 && static_cast<size_t>(length) != t.bytes.size())
+    const std::filesystem::path file = confined_path(model_dir, location, what);
+    if (length >= 0 && static_cast<uint64_t>(length) != t.bytes.size())
       fail("{}: external data length {} does not match {} bytes for shape {}", what, length, t.bytes.size(), shape_str(t.shape));
+    std::error_code ec;
+    const uintmax_t file_size = std::filesystem::file_size(file, ec);
+    if (ec) fail("{}: cannot read the size of external data file '{}'", what, location);
+    if (static_cast<uintmax_t>(offset) > file_size || t.bytes.size() > file_size - static_cast<uintmax_t>(offset))
+      fail("{}: external data file '{}' has {} bytes, too few for {} bytes at offset {}", what, location, file_size,
+           t.bytes.size(), offset);
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail("{}: cannot open external data file '{}'", what, location);
     in.seekg(offset);
-    in.read(reinterpret_cast<char*>(t.bytes.data()), t.bytes.size());
+    in.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
     if (static_cast<size_t>(in.gcount()) != t.bytes.size())
-      fail("{}: external data file '{}' is too short", what, file.string());
+      fail("{}: external data file '{}' is too short", what, location);
     return t;
   }
   if (p.has_raw_data()) {
