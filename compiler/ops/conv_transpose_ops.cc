@@ -47,16 +47,24 @@ ConvTransposeGeometry conv_transpose_geometry(const Node& node) {
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
     fail("{}: unknown auto_pad '{}'", node.describe(), auto_pad);
+  check_window_attrs(node, g.kernel, g.strides, g.dilations, pads);
+  for (size_t i = 0; i < sd; ++i) {
+    if (out_pad[i] < 0)
+      fail("{}: attribute 'output_padding' entry {} is {}; it must not be negative", node.describe(), i, out_pad[i]);
+    if (!out_shape.empty() && out_shape[i] <= 0)
+      fail("{}: attribute 'output_shape' entry {} is {}; it must be positive", node.describe(), i, out_shape[i]);
+  }
   g.pb.resize(sd);
   g.out.resize(sd);
   for (size_t i = 0; i < sd; ++i) {
-    if (g.strides[i] <= 0 || g.dilations[i] <= 0 || g.kernel[i] <= 0)
-      fail("{}: non-positive kernel, stride or dilation", node.describe());
     // The full (unpadded) extent the scatter covers.
-    int64_t full = g.strides[i] * (g.in[i] - 1) + out_pad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
+    int64_t full = checked_add(checked_mul(g.strides[i], g.in[i] - 1, node, "output size"),
+                               checked_add(out_pad[i], effective_kernel(node, g.kernel[i], g.dilations[i]), node,
+                                           "output size"),
+                               node, "output size");
     bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
     if (!out_shape.empty() || same) {
-      g.out[i] = !out_shape.empty() ? out_shape[i] : g.in[i] * g.strides[i];
+      g.out[i] = !out_shape.empty() ? out_shape[i] : checked_mul(g.in[i], g.strides[i], node, "output size");
       int64_t total = std::max<int64_t>(0, full - g.out[i]);
       // SAME_UPPER puts the odd element of padding at the end (like Conv), so the
       // output keeps the leading positions; SAME_LOWER and explicit shapes at the start.
@@ -65,7 +73,7 @@ ConvTransposeGeometry conv_transpose_geometry(const Node& node) {
       g.out[i] = full;
     } else {
       g.pb[i] = pads[i];
-      g.out[i] = full - pads[i] - pads[i + sd];
+      g.out[i] = full - checked_add(pads[i], pads[i + sd], node, "pads");
     }
     if (g.out[i] <= 0) fail("{}: output would be empty", node.describe());
   }

@@ -37,30 +37,32 @@ PoolGeometry pool_geometry(const Node& node) {
   auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * sd, 0));
   if (g.strides.size() != sd || g.dilations.size() != sd || pads.size() != 2 * sd)
     fail("{}: strides/dilations/pads have the wrong length", node.describe());
+  check_window_attrs(node, g.kernel, g.strides, g.dilations, pads);
   bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
   g.pb.resize(sd);
   g.pe.resize(sd);
   g.out.resize(sd);
   for (size_t i = 0; i < sd; ++i) {
-    if (g.strides[i] <= 0 || g.dilations[i] <= 0 || g.kernel[i] <= 0)
-      fail("{}: non-positive kernel, stride or dilation", node.describe());
-    int64_t ek = g.dilations[i] * (g.kernel[i] - 1) + 1;
+    int64_t ek = effective_kernel(node, g.kernel[i], g.dilations[i]);
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      g.out[i] = (g.in[i] + g.strides[i] - 1) / g.strides[i];
-      int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.strides[i] + ek - g.in[i]);
+      g.out[i] = g.in[i] / g.strides[i] + (g.in[i] % g.strides[i] != 0);
+      int64_t total = std::max<int64_t>(0, checked_add(checked_mul(g.out[i] - 1, g.strides[i], node, "padded extent"),
+                                                       ek - g.in[i], node, "padded extent"));
       g.pb[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       g.pe[i] = total - g.pb[i];
     } else if (auto_pad == "VALID") {
+      if (g.in[i] < ek) fail("{}: kernel larger than input", node.describe());
       g.out[i] = (g.in[i] - ek) / g.strides[i] + 1;
     } else if (auto_pad == "NOTSET") {
       g.pb[i] = pads[i];
       g.pe[i] = pads[i + sd];
-      int64_t span = g.in[i] + g.pb[i] + g.pe[i] - ek;
+      int64_t span =
+          checked_add(checked_add(g.in[i], g.pb[i], node, "padded input"), g.pe[i], node, "padded input") - ek;
       if (span < 0) fail("{}: kernel larger than padded input", node.describe());
-      g.out[i] = ceil_mode ? (span + g.strides[i] - 1) / g.strides[i] + 1 : span / g.strides[i] + 1;
+      g.out[i] = span / g.strides[i] + 1 + (ceil_mode && span % g.strides[i] != 0);
       // A window must start inside the input or its leading padding.
-      if (ceil_mode && (g.out[i] - 1) * g.strides[i] >= g.in[i] + g.pb[i]) --g.out[i];
+      if (ceil_mode && checked_mul(g.out[i] - 1, g.strides[i], node, "window start") >= g.in[i] + g.pb[i]) --g.out[i];
     } else {
       fail("{}: unknown auto_pad '{}'", node.describe(), auto_pad);
     }
@@ -322,8 +324,13 @@ Shape maxunpool_shape(const Node& node) {
   auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * sd, 0));
   if (kernel.size() != sd || strides.size() != sd || pads.size() != 2 * sd)
     fail("{}: kernel_shape/strides/pads have the wrong length", node.describe());
+  check_window_attrs(node, kernel, strides, {}, pads);
   Shape out{x[0], x[1]};
-  for (size_t i = 0; i < sd; ++i) out.push_back((x[i + 2] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + sd]);
+  for (size_t i = 0; i < sd; ++i) {
+    int64_t extent = checked_add(checked_mul(x[i + 2] - 1, strides[i], node, "output size"), kernel[i], node,
+                                 "output size");
+    out.push_back(extent - pads[i] - pads[i + sd]);
+  }
   return out;
 }
 
@@ -388,6 +395,14 @@ RoiAlignParams roi_align_params(const Node& node) {
     fail("{}: unknown coordinate_transformation_mode '{}'", node.describe(), ctm);
   if (p.OH <= 0 || p.OW <= 0 || p.sampling_ratio < 0)
     fail("{}: invalid output size or sampling_ratio", node.describe());
+  if (p.R > 0 && (x[0] == 0 || p.H == 0 || p.W == 0))
+    fail("{}: X {} is empty; the regions have nothing to read", node.describe(), shape_str(x));
+  if (node.inputs[2]->is_constant()) {
+    const Tensor& b = *node.inputs[2]->constant;
+    for (int64_t r = 0; r < b.numel(); ++r)
+      if (b.as_int(r) < 0 || b.as_int(r) >= x[0])
+        fail("{}: input 2 (batch_indices) value {} is out of range for {} images", node.describe(), b.as_int(r), x[0]);
+  }
   p.max_mode = mode == "max";
   p.half_pixel = ctm == "half_pixel";
   return p;
@@ -408,6 +423,8 @@ void reference_roi_align(const Node& node, const std::vector<const Tensor*>& in,
   const float* rois = in[1]->data<float>();
   for (int64_t r = 0; r < p.R; ++r) {
     int64_t b = in[2]->as_int(r);
+    if (b < 0 || b >= in[0]->shape[0])
+      fail("{}: batch index {} is out of range for {} images", node.describe(), b, in[0]->shape[0]);
     double off = p.half_pixel ? 0.5 : 0.0;
     double x0 = rois[r * 4] * p.spatial_scale - off, y0 = rois[r * 4 + 1] * p.spatial_scale - off;
     double x1 = rois[r * 4 + 2] * p.spatial_scale - off, y1 = rois[r * 4 + 3] * p.spatial_scale - off;
@@ -463,11 +480,15 @@ std::string lower_roi_align(LoweringContext& ctx) {
   ctx.headers.insert("f32_roi_align.h");
   ctx.kernel_name = fmt::format("f32_roialign_{}_{}x{}", p.max_mode ? "max" : "avg", p.OH, p.OW);
   return fmt::format(
-      "  for (int64_t r = 0; r < {R}; ++r)\n"
-      "    f32_roi_align_portable({y} + r * {per_roi}, {x}, {rois} + r * 4, (int64_t){bi}[r], {C}, {H}, {W}, {OH}, "
-      "{OW}, "
-      "{sr}, {ss}, {hp}, {mx});\n",
-      fmt::arg("R", p.R), fmt::arg("y", ctx.out[0]), fmt::arg("per_roi", p.C * p.OH * p.OW), fmt::arg("x", ctx.in[0]),
+      "  for (int64_t r = 0; r < {R}; ++r) {{\n"
+      // Batch indices arrive at run time: clamped so a region never reads outside X.
+      "    int64_t b = (int64_t){bi}[r];\n"
+      "    if (b < 0) b = 0;\n"
+      "    if (b >= {N}) b = {N} - 1;\n"
+      "    f32_roi_align_portable({y} + r * {per_roi}, {x}, {rois} + r * 4, b, {C}, {H}, {W}, {OH}, {OW}, "
+      "{sr}, {ss}, {hp}, {mx});\n"
+      "  }}\n",
+      fmt::arg("R", p.R), fmt::arg("N", std::max<int64_t>(node.inputs[0]->shape[0], 1)), fmt::arg("y", ctx.out[0]), fmt::arg("per_roi", p.C * p.OH * p.OW), fmt::arg("x", ctx.in[0]),
       fmt::arg("rois", ctx.in[1]), fmt::arg("bi", ctx.in[2]), fmt::arg("C", p.C), fmt::arg("H", p.H),
       fmt::arg("W", p.W), fmt::arg("OH", p.OH), fmt::arg("OW", p.OW), fmt::arg("sr", p.sampling_ratio),
       fmt::arg("ss", c_float(p.spatial_scale)), fmt::arg("hp", p.half_pixel ? 1 : 0),
@@ -485,7 +506,8 @@ void infer_global_pool(Node& node) {
 
 void reference_global_pool(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   const Shape& s = in[0]->shape;
-  int64_t planes = s[0] * s[1], size = num_elements(s) / planes;
+  // Plane size from the trailing dims: dividing the count by N * C fails on an empty batch.
+  int64_t planes = s[0] * s[1], size = num_elements(Shape(s.begin() + 2, s.end()));
   bool is_max = node.op_type == "GlobalMaxPool", is_lp = node.op_type == "GlobalLpPool";
   double p = node.attr_int("p", 2);
   for (int64_t pl = 0; pl < planes; ++pl) {
@@ -501,7 +523,7 @@ void reference_global_pool(const Node& node, const std::vector<const Tensor*>& i
 std::string lower_global_pool(LoweringContext& ctx) {
   const Node& node = ctx.node;
   const Shape& s = node.inputs[0]->shape;
-  int64_t planes = s[0] * s[1], size = num_elements(s) / planes;
+  int64_t planes = s[0] * s[1], size = num_elements(Shape(s.begin() + 2, s.end()));
   bool is_max = node.op_type == "GlobalMaxPool", is_lp = node.op_type == "GlobalLpPool";
   int64_t p = node.attr_int("p", 2);
   std::string combine = is_max ? "ingot_maxf(acc, xp[i])" : "acc + xp[i]",
@@ -568,7 +590,8 @@ void reference_batchnorm(const Node& node, const std::vector<const Tensor*>& in,
   const Shape& s = in[0]->shape;
   double eps = node.attr_float("epsilon", 1e-5f), momentum = node.attr_float("momentum", 0.9f);
   bool training = node.attr_int("training_mode", 0) != 0;
-  int64_t N = s[0], C = s[1], inner = num_elements(s) / (N * C);
+  // Plane size from the trailing dims: dividing the count by N * C fails on an empty batch.
+  int64_t N = s[0], C = s[1], inner = num_elements(Shape(s.begin() + 2, s.end()));
   const float* x = in[0]->data<float>();
   auto p = [&](size_t i, int64_t c) { return static_cast<double>(in[i]->data<float>()[c]); };
   for (int64_t c = 0; c < C; ++c) {
@@ -599,7 +622,7 @@ void reference_batchnorm(const Node& node, const std::vector<const Tensor*>& in,
 std::string lower_batchnorm(LoweringContext& ctx) {
   const Node& node = ctx.node;
   const Shape& s = node.inputs[0]->shape;
-  int64_t N = s[0], C = s[1], inner = num_elements(s) / (N * C);
+  int64_t N = s[0], C = s[1], inner = num_elements(Shape(s.begin() + 2, s.end()));
   bool training = node.attr_int("training_mode", 0) != 0;
   float momentum = node.attr_float("momentum", 0.9f);
   ctx.headers.insert("ingot_kernel_common.h");
@@ -674,6 +697,7 @@ SoftmaxGeometry softmax_geometry(const Node& node) {
 
 void infer_softmax(Node& node) {
   require_f32(node, 0);
+  softmax_geometry(node);  // checks the axis before folding or lowering use it
   set_output(node, 0, DType::F32, node.inputs[0]->shape);
 }
 

@@ -141,7 +141,8 @@ void infer_instance_norm(Node& node) {
 
 void reference_instance_norm(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   const Shape& s = in[0]->shape;
-  int64_t C = s[1], planes = s[0] * C, size = num_elements(s) / planes;
+  // Plane size from the trailing dims: dividing the count by N * C fails on an empty batch.
+  int64_t C = s[1], planes = s[0] * C, size = num_elements(Shape(s.begin() + 2, s.end()));
   double eps = node.attr_float("epsilon", 1e-5f);
   const float* x = in[0]->data<float>();
   for (int64_t p = 0; p < planes; ++p) {
@@ -160,7 +161,7 @@ void reference_instance_norm(const Node& node, const std::vector<const Tensor*>&
 std::string lower_instance_norm(LoweringContext& ctx) {
   const Node& node = ctx.node;
   const Shape& s = node.inputs[0]->shape;
-  int64_t C = s[1], planes = s[0] * C, size = num_elements(s) / planes;
+  int64_t C = s[1], planes = s[0] * C, size = num_elements(Shape(s.begin() + 2, s.end()));
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_instancenorm_{}", shape_str(s));
@@ -193,7 +194,8 @@ struct LrnParams {
 LrnParams lrn_params(const Node& node) {
   LrnParams p;
   p.size = node.attr_int("size", 0);
-  if (p.size <= 0) fail("{}: attribute 'size' must be positive", node.describe());
+  if (p.size <= 0 || p.size > kMaxTensorBytes)
+    fail("{}: attribute 'size' is {}; it must be positive and within the tensor size limit", node.describe(), p.size);
   p.lo = (p.size - 1) / 2;
   p.hi = p.size - 1 - p.lo;
   p.alpha = node.attr_float("alpha", 1e-4f);
@@ -213,7 +215,8 @@ void infer_lrn(Node& node) {
 void reference_lrn(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   LrnParams p = lrn_params(node);
   const Shape& s = in[0]->shape;
-  int64_t C = s[1], inner = num_elements(s) / (s[0] * C);
+  // Plane size from the trailing dims: dividing the count by N * C fails on an empty batch.
+  int64_t C = s[1], inner = num_elements(Shape(s.begin() + 2, s.end()));
   const float* x = in[0]->data<float>();
   for (int64_t n = 0; n < s[0]; ++n)
     for (int64_t c = 0; c < C; ++c)
@@ -232,7 +235,7 @@ std::string lower_lrn(LoweringContext& ctx) {
   const Node& node = ctx.node;
   LrnParams p = lrn_params(node);
   const Shape& s = node.inputs[0]->shape;
-  int64_t C = s[1], inner = num_elements(s) / (s[0] * C);
+  int64_t C = s[1], inner = num_elements(Shape(s.begin() + 2, s.end()));
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_lrn{}_{}", p.size, shape_str(s));

@@ -79,14 +79,17 @@ std::string broadcast_index_expr(const Shape& out, const Shape& in, const std::s
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank, const Node& node) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
-    fail("{}: axis {} is out of range for rank {}", node.describe(), axis, rank);
+  // A rank-0 tensor has no axis: callers index dims with the result.
+  if (rank == 0) fail("{}: axis {} given for a rank-0 (scalar) tensor, which has no axes", node.describe(), axis);
+  if (axis < -rank || axis >= rank) fail("{}: axis {} is out of range for rank {}", node.describe(), axis, rank);
   return axis < 0 ? axis + rank : axis;
 }
 
 void set_output(Node& node, size_t i, DType dtype, Shape shape) {
   for (int64_t d : shape)
     if (d < 0) fail("{}: computed a negative dimension in output shape {}", node.describe(), shape_str(shape));
+  // Every shape rule ends here, so no op can produce a tensor past the limits.
+  check_tensor_limits(shape, dtype, node, fmt::format("output {}", i));
   node.outputs[i]->dtype = dtype;
   node.outputs[i]->shape = std::move(shape);
   node.outputs[i]->shape_known = true;

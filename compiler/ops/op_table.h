@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ir/checked.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/graph.h"
 

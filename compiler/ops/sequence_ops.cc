@@ -63,6 +63,7 @@ RnnGeometry rnn_geometry(const Node& node) {
   g.D = g.direction == "bidirectional" ? 2 : 1;
   g.H = node.attr_int("hidden_size", w.size() == 3 ? w[1] / g.gates : 0);
   if (g.H <= 0) fail("{}: hidden_size must be positive", node.describe());
+  checked_mul(2 * g.gates, g.H, node, "hidden_size times gates");  // the shapes below multiply them
   auto expect = [&](size_t i, const Shape& want) {
     const Value* v = node.input(i);
     if (v && v->shape != want)

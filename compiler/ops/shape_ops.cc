@@ -31,19 +31,23 @@ void infer_reshape(Node& node) {
   int64_t known = 1;
   for (size_t i = 0; i < spec.size(); ++i) {
     if (spec[i] == -1) {
-      if (infer_at >= 0) fail("{}: more than one -1 in shape", node.describe());
+      if (infer_at >= 0) fail("{}: input 1 (shape) {} has more than one -1", node.describe(), shape_str(spec));
       infer_at = static_cast<int>(i);
       continue;
     }
-    out[i] = (spec[i] == 0 && !allowzero) ? (i < in.size() ? in[i] : 0) : spec[i];
-    known *= out[i];
+    if (spec[i] < -1) fail("{}: input 1 (shape) entry {} is {}; only -1 may be negative", node.describe(), i, spec[i]);
+    if (spec[i] == 0 && !allowzero && i >= in.size())
+      fail("{}: input 1 (shape) entry {} is 0 (copy the input's dimension), but the input {} has rank {}",
+           node.describe(), i, shape_str(in), in.size());
+    out[i] = (spec[i] == 0 && !allowzero) ? in[i] : spec[i];
+    known = checked_mul(known, out[i], node, "reshape size");
   }
-  int64_t total = num_elements(in);
+  int64_t total = checked_num_elements(in, node, "input 0");
   if (infer_at >= 0) {
     if (known == 0 || total % known) fail("{}: cannot reshape {} to {}", node.describe(), shape_str(in), shape_str(spec));
     out[infer_at] = total / known;
   }
-  if (num_elements(out) != total) fail("{}: cannot reshape {} to {}", node.describe(), shape_str(in), shape_str(out));
+  if (checked_num_elements(out, node, "reshaped shape") != total) fail("{}: cannot reshape {} to {}", node.describe(), shape_str(in), shape_str(out));
   set_output(node, 0, node.inputs[0]->dtype, out);
 }
 
@@ -134,7 +138,15 @@ std::vector<int64_t> perm_of(const Node& node) {
     perm.resize(rank);
     for (size_t i = 0; i < rank; ++i) perm[i] = rank - 1 - i;
   }
-  if (perm.size() != rank) fail("{}: perm has {} entries for rank {}", node.describe(), perm.size(), rank);
+  if (perm.size() != rank) fail("{}: attribute 'perm' has {} entries for rank {}", node.describe(), perm.size(), rank);
+  // A permutation of 0..rank-1: the reference and the lowering index strides with it.
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < rank; ++i) {
+    if (perm[i] < 0 || perm[i] >= static_cast<int64_t>(rank))
+      fail("{}: attribute 'perm' entry {} is {}, out of range for rank {}", node.describe(), i, perm[i], rank);
+    if (seen[perm[i]]) fail("{}: attribute 'perm' lists axis {} twice", node.describe(), perm[i]);
+    seen[perm[i]] = true;
+  }
   return perm;
 }
 
@@ -142,7 +154,7 @@ void infer_transpose(Node& node) {
   require_inputs(node, 1);
   auto perm = perm_of(node);
   Shape out;
-  for (int64_t p : perm) out.push_back(node.inputs[0]->shape.at(normalize_axis(p, perm.size(), node)));
+  for (int64_t p : perm) out.push_back(node.inputs[0]->shape[p]);
   set_output(node, 0, node.inputs[0]->dtype, out);
 }
 
@@ -231,21 +243,25 @@ SliceParams slice_params(const Node& node) {
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = normalize_axis(axes[i], in.size(), node);
     int64_t dim = in[a], st = steps[i];
-    if (st == 0) fail("{}: step 0", node.describe());
-    int64_t b = starts[i], e = ends[i];
+    if (st == 0) fail("{}: steps entry {} is 0", node.describe(), i);
+    if (dim == 0) continue;  // nothing to take: out, start and step stay 0, 0, 1
+    // Clamped like the ends before any arithmetic, so INT64_MIN/MAX values cannot overflow.
+    int64_t b = std::clamp<int64_t>(starts[i], -dim - 1, dim + 1), e = std::clamp<int64_t>(ends[i], -dim - 1, dim + 1);
+    int64_t mag = st > 0 ? std::min(st, std::max<int64_t>(dim, 1)) : std::min(-(st + 1), dim) + 1;
     if (b < 0) b += dim;
     if (e < 0) e += dim;
     if (st > 0) {
       b = std::clamp<int64_t>(b, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      p.out[a] = e > b ? (e - b + st - 1) / st : 0;
+      p.out[a] = e > b ? (e - b + mag - 1) / mag : 0;
     } else {
       b = std::clamp<int64_t>(b, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      p.out[a] = b > e ? (b - e + (-st) - 1) / (-st) : 0;
+      p.out[a] = b > e ? (b - e + mag - 1) / mag : 0;
     }
     p.start[a] = b;
-    p.step[a] = st;
+    // A step larger than the dim takes one element; keep it small for the offset math.
+    p.step[a] = p.out[a] <= 1 ? 1 : st;
   }
   return p;
 }
@@ -341,7 +357,21 @@ void infer_gather(Node& node) {
   require_inputs(node, 2);
   const Shape& data = node.inputs[0]->shape;
   const Shape& idx = node.inputs[1]->shape;
+  if (data.empty()) fail("{}: input 0 (data) must have rank >= 1", node.describe());
   int64_t axis = normalize_axis(node.attr_int("axis", 0), data.size(), node);
+  // The lowering clamps indices into [0, dim); with dim 0 there is nothing to clamp to.
+  if (data[axis] == 0 && num_elements(idx) > 0)
+    fail("{}: input 0 (data) {} is empty along axis {}; there is nothing to gather", node.describe(),
+         shape_str(data), axis);
+  if (node.inputs[1]->is_constant()) {
+    const Tensor& t = *node.inputs[1]->constant;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      int64_t k = t.as_int(i);
+      if (k < -data[axis] || k >= data[axis])
+        fail("{}: input 1 (indices) value {} is out of range for axis {} of size {}", node.describe(), k, axis,
+             data[axis]);
+    }
+  }
   Shape out(data.begin(), data.begin() + axis);
   out.insert(out.end(), idx.begin(), idx.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());

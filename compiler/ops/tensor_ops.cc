@@ -73,6 +73,30 @@ std::string clamp_index_stmt(const std::string& var, int64_t dim) {
                      fmt::arg("v", var), fmt::arg("d", std::max<int64_t>(dim, 1)));
 }
 
+// Constant indices are checked at compile time: every element of input `input` must
+// lie in [-dim, dim), where dim_of(i) is the extent element i indexes.
+template <typename F>
+void check_constant_indices(const Node& node, size_t input, const char* name, F dim_of) {
+  const Value* v = node.input(input);
+  if (!v || !v->is_constant()) return;
+  const Tensor& t = *v->constant;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    int64_t k = t.as_int(i), dim = dim_of(i);
+    if (k < -dim || k >= dim)
+      fail("{}: input {} ({}) value {} at position {} is out of range for a dimension of size {}", node.describe(),
+           input, name, k, i, dim);
+  }
+}
+
+// A pad or size attribute past the tensor limit can never give a valid output, and
+// refusing it keeps the index arithmetic built from it inside int64.
+void check_extent_attr(const Node& node, const char* name, const std::vector<int64_t>& v) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] > kMaxTensorBytes || v[i] < -kMaxTensorBytes)
+      fail("{}: {} entry {} is {}, beyond the tensor size limit of {} bytes", node.describe(), name, i, v[i],
+           kMaxTensorBytes);
+}
+
 int64_t wrap_index(int64_t k, int64_t dim, const Node& node) {
   int64_t r = k < 0 ? k + dim : k;
   if (r < 0 || r >= dim) fail("{}: index {} is out of range for dimension {}", node.describe(), k, dim);
@@ -239,10 +263,16 @@ IndexMap tile_map(const Node& node) {
   const Shape& in = node.inputs[0]->shape;
   std::vector<int64_t> reps = constant_input(node, 1, "repeats").to_ints();
   if (reps.size() != in.size()) fail("{}: repeats has {} entries for rank {}", node.describe(), reps.size(), in.size());
+  Shape out(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (reps[d] < 0) fail("{}: input 1 (repeats) entry {} is {}; it must not be negative", node.describe(), d, reps[d]);
+    out[d] = checked_mul(in[d], reps[d], node, "tiled size");
+  }
+  // Before the per-dim tables below are allocated.
+  check_tensor_limits(out, node.inputs[0]->dtype, node, "output 0");
   auto st = strides_of(in);
   IndexMap m;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (reps[d] < 0) fail("{}: negative repeat {}", node.describe(), reps[d]);
     m.iter.push_back(in[d] * reps[d]);
     std::vector<int64_t> v(in[d] * reps[d]);
     for (int64_t o = 0; o < static_cast<int64_t>(v.size()); ++o) v[o] = (o % in[d]) * st[d];
@@ -260,7 +290,10 @@ void infer_tile(Node& node) {
 IndexMap expand_map(const Node& node) {
   const Shape& in = node.inputs[0]->shape;
   Shape target = constant_input(node, 1, "shape").to_ints();
+  for (size_t i = 0; i < target.size(); ++i)
+    if (target[i] < 0) fail("{}: input 1 (shape) entry {} is {}; it must not be negative", node.describe(), i, target[i]);
   Shape out = broadcast_shapes(in, target, node);
+  check_tensor_limits(out, node.inputs[0]->dtype, node, "output 0");  // before the tables below
   size_t rank = out.size();
   Shape padded(rank, 1);
   for (size_t i = 0; i < in.size(); ++i) padded[rank - in.size() + i] = in[i];
@@ -296,6 +329,7 @@ PadParams pad_params(const Node& node) {
     for (size_t i = 0; i < rank; ++i) axes.push_back(i);
   if (pads.size() != 2 * axes.size())
     fail("{}: pads has {} entries, expected {}", node.describe(), pads.size(), 2 * axes.size());
+  check_extent_attr(node, "pads", pads);
   PadParams p;
   p.begin.assign(rank, 0);
   p.end.assign(rank, 0);
@@ -313,11 +347,16 @@ PadParams pad_params(const Node& node) {
 IndexMap pad_map(const Node& node) {
   const Shape& in = node.inputs[0]->shape;
   PadParams p = pad_params(node);
+  Shape shape(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    shape[d] = checked_add(checked_add(in[d], p.begin[d], node, "padded size"), p.end[d], node, "padded size");
+    if (shape[d] < 0) fail("{}: pads make dimension {} negative", node.describe(), d);
+  }
+  check_tensor_limits(shape, node.inputs[0]->dtype, node, "output 0");  // before the tables below
   auto st = strides_of(in);
   IndexMap m;
   for (size_t d = 0; d < in.size(); ++d) {
-    int64_t n = in[d], out = n + p.begin[d] + p.end[d];
-    if (out < 0) fail("{}: pads make dimension {} negative", node.describe(), d);
+    int64_t n = in[d], out = shape[d];
     if (n == 0 && out > 0 && p.mode != "constant")
       fail("{}: cannot {}-pad the empty dimension {}", node.describe(), p.mode, d);
     std::vector<int64_t> v(out);
@@ -389,7 +428,12 @@ IndexMap depth_to_space_map(const Node& node) {
   const Shape& in = node.inputs[0]->shape;
   if (in.size() != 4) fail("{}: expects a 4-d input, got {}", node.describe(), shape_str(in));
   int64_t bs = node.attr_int("blocksize", 0);
-  if (bs <= 0 || in[1] % (bs * bs)) fail("{}: blocksize {} does not divide {} channels", node.describe(), bs, in[1]);
+  if (bs <= 0) fail("{}: attribute 'blocksize' is {}; it must be positive", node.describe(), bs);
+  int64_t bs2 = checked_mul(bs, bs, node, "blocksize squared");
+  if (in[1] % bs2) fail("{}: blocksize {} does not divide {} channels", node.describe(), bs, in[1]);
+  check_tensor_limits({in[0], in[1] / bs2, checked_mul(in[2], bs, node, "output height"),
+                       checked_mul(in[3], bs, node, "output width")},
+                      node.inputs[0]->dtype, node, "output 0");
   int64_t n = in[0], c = in[1] / (bs * bs), h = in[2], w = in[3];
   if (node.attr_string("mode", "DCR") == "CRD") return transpose_map({n, c, bs, bs, h, w}, {0, 1, 4, 2, 5, 3});
   return transpose_map({n, bs, bs, c, h, w}, {0, 3, 4, 1, 5, 2});
@@ -407,8 +451,10 @@ IndexMap space_to_depth_map(const Node& node) {
   const Shape& in = node.inputs[0]->shape;
   if (in.size() != 4) fail("{}: expects a 4-d input, got {}", node.describe(), shape_str(in));
   int64_t bs = node.attr_int("blocksize", 0);
-  if (bs <= 0 || in[2] % bs || in[3] % bs)
+  if (bs <= 0) fail("{}: attribute 'blocksize' is {}; it must be positive", node.describe(), bs);
+  if (in[2] % bs || in[3] % bs)
     fail("{}: blocksize {} does not divide the spatial size {}x{}", node.describe(), bs, in[2], in[3]);
+  checked_mul(in[1], checked_mul(bs, bs, node, "blocksize squared"), node, "output channels");
   return transpose_map({in[0], in[1], in[2] / bs, bs, in[3] / bs, bs}, {0, 3, 5, 1, 2, 4});
 }
 
@@ -515,14 +561,22 @@ ResizeGeometry resize_geometry(const Node& node) {
     scales_f32 = false;
     for (size_t d = 0; d < rank; ++d) {
       if (sizes[d] < 0) fail("{}: negative size {}", node.describe(), sizes[d]);
+      if (sizes[d] > kMaxTensorBytes)
+        fail("{}: input 3 (sizes) entry {} is {}, beyond the tensor size limit", node.describe(), d, sizes[d]);
       scales.push_back(in[d] ? static_cast<double>(sizes[d]) / static_cast<double>(in[d]) : 1.0);
       g.out.push_back(sizes[d]);
     }
   } else {
     if (scales.size() != rank) fail("{}: scales has {} entries for rank {}", node.describe(), scales.size(), rank);
     for (size_t d = 0; d < rank; ++d) {
-      if (!(scales[d] > 0)) fail("{}: scale {} must be positive", node.describe(), scales[d]);
-      g.out.push_back(static_cast<int64_t>(std::floor(scales[d] * static_cast<double>(in[d]))));
+      if (!(scales[d] > 0) || !std::isfinite(scales[d]))
+        fail("{}: scale {} must be positive and finite", node.describe(), scales[d]);
+      double size = std::floor(scales[d] * static_cast<double>(in[d]));
+      // Checked in double, before the conversion to int64 could overflow.
+      if (size > static_cast<double>(kMaxTensorBytes))
+        fail("{}: scale {} makes dimension {} of size {}, beyond the tensor size limit", node.describe(), scales[d], d,
+             size);
+      g.out.push_back(static_cast<int64_t>(size));
     }
   }
   std::vector<double> roi;
@@ -539,6 +593,7 @@ ResizeGeometry resize_geometry(const Node& node) {
   if (std::find(std::begin(kNearest), std::end(kNearest), nearest) == std::end(kNearest))
     fail("{}: nearest_mode '{}' is not supported", node.describe(), nearest);
 
+  check_tensor_limits(g.out, node.inputs[0]->dtype, node, "output 0");  // before the per-dim tables
   int taps = g.mode == "cubic" ? 4 : 2;
   for (size_t d = 0; d < rank; ++d) {
     int64_t n_in = in[d], n_out = g.out[d];
@@ -752,6 +807,7 @@ std::vector<int64_t> split_sizes(const Node& node) {
   const Shape& in = node.inputs[0]->shape;
   int64_t axis = normalize_axis(node.attr_int("axis", 0), in.size(), node);
   int64_t n = node.outputs.size(), dim = in[axis];
+  if (n == 0) fail("{}: has no outputs", node.describe());
   std::vector<int64_t> split;
   if (node.has_attr("split"))
     split = node.attr_ints("split");
@@ -770,7 +826,7 @@ std::vector<int64_t> split_sizes(const Node& node) {
   int64_t total = 0;
   for (int64_t s : split) {
     if (s < 0) fail("{}: negative split {}", node.describe(), s);
-    total += s;
+    total = checked_add(total, s, node, "split sizes");
   }
   if (total != dim) fail("{}: split sums to {}, but dimension {} has size {}", node.describe(), total, axis, dim);
   return split;
@@ -876,12 +932,25 @@ void infer_range(Node& node) {
   double d = delta.as_double(0);
   if (d == 0) fail("{}: delta is zero", node.describe());
   int64_t n;
-  if (start.dtype == DType::F32 || start.dtype == DType::F64)
-    n = static_cast<int64_t>(std::ceil((limit.as_double(0) - start.as_double(0)) / d));
-  else {
+  if (start.dtype == DType::F32 || start.dtype == DType::F64) {
+    double count = std::ceil((limit.as_double(0) - start.as_double(0)) / d);
+    // Checked in double, before the conversion to int64 could overflow (or see a NaN).
+    if (!(count <= static_cast<double>(kMaxTensorBytes)))
+      fail("{}: start {}, limit {} and delta {} give {} elements, beyond the tensor size limit", node.describe(),
+           start.as_double(0), limit.as_double(0), d, count);
+    n = static_cast<int64_t>(count);
+  } else {
     int64_t s = start.as_int(0), l = limit.as_int(0), di = delta.as_int(0);
-    n = di > 0 ? (l - s + di - 1) / di : (s - l - di - 1) / -di;
-    if ((di > 0 && l <= s) || (di < 0 && l >= s)) n = 0;
+    if (di == 0) fail("{}: delta is zero", node.describe());
+    // |l - s| may not fit int64; count in unsigned arithmetic, where it does.
+    uint64_t span = l > s ? static_cast<uint64_t>(l) - static_cast<uint64_t>(s)
+                          : static_cast<uint64_t>(s) - static_cast<uint64_t>(l);
+    uint64_t step = di > 0 ? static_cast<uint64_t>(di) : 0 - static_cast<uint64_t>(di);
+    uint64_t count = (di > 0) == (l > s) && l != s ? span / step + (span % step != 0) : 0;
+    if (count > static_cast<uint64_t>(kMaxTensorBytes))
+      fail("{}: start {}, limit {} and delta {} give {} elements, beyond the tensor size limit", node.describe(), s, l,
+           di, count);
+    n = static_cast<int64_t>(count);
   }
   set_output(node, 0, start.dtype, {std::max<int64_t>(n, 0)});
 }
@@ -1066,13 +1135,29 @@ std::string lower_cumsum(LoweringContext& ctx) {
 }
 
 // ---- GatherElements ----
+// GatherElements and ScatterElements walk the indices' coordinates with the data's
+// strides, so indices must fit in the data on every dim but the axis; along the axis
+// the index value is used (clamped at run time, checked here when constant).
+void check_element_indices(const Node& node, int64_t axis, const Shape& idx) {
+  const Shape& data = node.inputs[0]->shape;
+  for (size_t d = 0; d < data.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && idx[d] > data[d])
+      fail("{}: input 1 (indices) shape {} exceeds input 0 (data) shape {} in dimension {} (only axis {} may differ)",
+           node.describe(), shape_str(idx), shape_str(data), d, axis);
+  if (data[axis] == 0 && num_elements(idx) > 0)
+    fail("{}: input 0 (data) {} is empty along axis {}; no index can be valid", node.describe(), shape_str(data),
+         axis);
+  check_constant_indices(node, 1, "indices", [&](int64_t) { return data[axis]; });
+}
+
 void infer_gather_elements(Node& node) {
   require_inputs(node, 2);
   const Shape& data = node.inputs[0]->shape;
   const Shape& idx = node.inputs[1]->shape;
-  normalize_axis(node.attr_int("axis", 0), data.size(), node);
+  int64_t axis = normalize_axis(node.attr_int("axis", 0), data.size(), node);
   if (idx.size() != data.size())
     fail("{}: indices rank {} differs from data rank {}", node.describe(), idx.size(), data.size());
+  check_element_indices(node, axis, idx);
   set_output(node, 0, node.inputs[0]->dtype, idx);
 }
 
@@ -1118,8 +1203,15 @@ GatherNDParams gather_nd_params(const Node& node, Shape* out_shape) {
   if (b < 0 || b >= static_cast<int64_t>(idx.size()) || b + p.m > static_cast<int64_t>(data.size()))
     fail("{}: batch_dims {} and index depth {} do not fit data {} / indices {}", node.describe(), b, p.m,
          shape_str(data), shape_str(idx));
+  if (p.m < 0) fail("{}: indices' last dimension is {}", node.describe(), p.m);
   for (int64_t d = 0; d < b; ++d)
     if (data[d] != idx[d]) fail("{}: batch dimensions of data and indices differ", node.describe());
+  // Indexed dims are clamped at run time; an empty one has nothing to clamp to.
+  for (int64_t j = 0; j < p.m; ++j)
+    if (data[b + j] == 0 && num_elements(idx) > 0)
+      fail("{}: input 0 (data) {} is empty in dimension {}, which the indices address", node.describe(),
+           shape_str(data), b + j);
+  check_constant_indices(node, 1, "indices", [&](int64_t i) { return data[b + i % p.m]; });
   p.batch = product(data, 0, b);
   p.groups = product(idx, b, idx.size() - 1);
   p.inner = product(data, b + p.m, data.size());
@@ -1245,7 +1337,13 @@ ScatterNDParams scatter_nd_params(const Node& node) {
   if (idx.empty()) fail("{}: indices must have rank >= 1", node.describe());
   ScatterNDParams p;
   p.m = idx.back();
-  if (p.m > static_cast<int64_t>(data.size())) fail("{}: index depth {} exceeds data rank", node.describe(), p.m);
+  if (p.m < 0 || p.m > static_cast<int64_t>(data.size()))
+    fail("{}: index depth {} does not fit data rank {}", node.describe(), p.m, data.size());
+  for (int64_t j = 0; j < p.m; ++j)
+    if (data[j] == 0 && num_elements(idx) > 0)
+      fail("{}: input 0 (data) {} is empty in dimension {}, which the indices address", node.describe(),
+           shape_str(data), j);
+  check_constant_indices(node, 1, "indices", [&](int64_t i) { return data[i % p.m]; });
   Shape want(idx.begin(), idx.end() - 1);
   want.insert(want.end(), data.begin() + p.m, data.end());
   if (want != upd) fail("{}: updates has shape {}, expected {}", node.describe(), shape_str(upd), shape_str(want));
@@ -1302,11 +1400,12 @@ void infer_scatter_elements(Node& node) {
   require_inputs(node, 3);
   scatter_reduction(node);
   const Shape& data = node.inputs[0]->shape;
-  normalize_axis(node.attr_int("axis", 0), data.size(), node);
+  int64_t axis = normalize_axis(node.attr_int("axis", 0), data.size(), node);
   if (node.inputs[1]->shape != node.inputs[2]->shape)
     fail("{}: indices {} and updates {} shapes differ", node.describe(), shape_str(node.inputs[1]->shape),
          shape_str(node.inputs[2]->shape));
   if (node.inputs[1]->shape.size() != data.size()) fail("{}: indices rank differs from data rank", node.describe());
+  check_element_indices(node, axis, node.inputs[1]->shape);
   set_output(node, 0, node.inputs[0]->dtype, data);
 }
 
@@ -1353,8 +1452,11 @@ OneHotParams onehot_params(const Node& node) {
   p.axis = normalize_axis(node.attr_int("axis", -1), rank, node);
   const Tensor& depth = constant_input(node, 1, "depth");
   if (depth.numel() != 1) fail("{}: depth must hold one value", node.describe());
-  p.depth = static_cast<int64_t>(depth.as_double(0));
-  if (p.depth < 0) fail("{}: negative depth {}", node.describe(), p.depth);
+  double d = depth.as_double(0);
+  // Checked in double, before the conversion to int64 could overflow (or see a NaN).
+  if (!(d >= 0 && d <= static_cast<double>(kMaxTensorBytes)))
+    fail("{}: input 1 (depth) is {}; it must be between 0 and the tensor size limit", node.describe(), d);
+  p.depth = static_cast<int64_t>(d);
   p.outer = product(idx, 0, p.axis);
   p.inner = product(idx, p.axis, idx.size());
   return p;

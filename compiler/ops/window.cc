@@ -8,6 +8,22 @@ void require_f32(const Node& node, size_t i) {
   if (v->dtype != DType::F32) fail("{}: input {} has dtype {}, only f32 is supported", node.describe(), i, dtype_name(v->dtype));
 }
 
+void check_window_attrs(const Node& node, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                        const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads) {
+  auto positive = [&](const std::vector<int64_t>& v, const char* name) {
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i] <= 0) fail("{}: attribute '{}' entry {} is {}; it must be positive", node.describe(), name, i, v[i]);
+  };
+  positive(kernel, "kernel_shape");
+  positive(strides, "strides");
+  positive(dilations, "dilations");
+  for (size_t i = 0; i < pads.size(); ++i)
+    if (pads[i] < 0) fail("{}: attribute 'pads' entry {} is {}; pads must not be negative", node.describe(), i, pads[i]);
+}
+
+int64_t effective_kernel(const Node& node, int64_t kernel, int64_t dilation) {
+  return checked_add(checked_mul(dilation, kernel - 1, node, "dilated kernel size"), 1, node, "dilated kernel size");
+}
 
 Window window_geometry(const Node& node, const Shape& x, std::vector<int64_t> kernel, bool ceil_mode) {
   Window g;
@@ -21,29 +37,31 @@ Window window_geometry(const Node& node, const Shape& x, std::vector<int64_t> ke
   auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * sd, 0));
   if (strides.size() != sd || dilations.size() != sd || pads.size() != 2 * sd)
     fail("{}: strides/dilations/pads have the wrong length", node.describe());
+  check_window_attrs(node, kernel, strides, dilations, pads);
   g.N = x[0];
   g.C = x[1];
   std::vector<int64_t> in(x.begin() + 2, x.end()), out(sd), pb(sd), pe(sd);
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
   for (size_t i = 0; i < sd; ++i) {
-    if (strides[i] <= 0 || dilations[i] <= 0 || kernel[i] <= 0) fail("{}: non-positive kernel, stride or dilation", node.describe());
-    int64_t ek = dilations[i] * (kernel[i] - 1) + 1;
+    int64_t ek = effective_kernel(node, kernel[i], dilations[i]);
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      out[i] = (in[i] + strides[i] - 1) / strides[i];
-      int64_t total = std::max<int64_t>(0, (out[i] - 1) * strides[i] + ek - in[i]);
+      out[i] = in[i] / strides[i] + (in[i] % strides[i] != 0);
+      int64_t total = std::max<int64_t>(
+          0, checked_add(checked_mul(out[i] - 1, strides[i], node, "padded extent"), ek - in[i], node, "padded extent"));
       pb[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       pe[i] = total - pb[i];
     } else if (auto_pad == "VALID") {
       pb[i] = pe[i] = 0;
+      if (in[i] < ek) fail("{}: kernel larger than input", node.describe());
       out[i] = (in[i] - ek) / strides[i] + 1;
     } else if (auto_pad == "NOTSET") {
       pb[i] = pads[i];
       pe[i] = pads[i + sd];
-      int64_t span = in[i] + pb[i] + pe[i] - ek;
+      int64_t span = checked_add(checked_add(in[i], pb[i], node, "padded input"), pe[i], node, "padded input") - ek;
       if (span < 0) fail("{}: kernel larger than padded input", node.describe());
-      out[i] = ceil_mode ? (span + strides[i] - 1) / strides[i] + 1 : span / strides[i] + 1;
+      out[i] = span / strides[i] + 1 + (ceil_mode && span % strides[i] != 0);
       // A window must start inside the input or its leading padding.
-      if (ceil_mode && (out[i] - 1) * strides[i] >= in[i] + pb[i]) --out[i];
+      if (ceil_mode && checked_mul(out[i] - 1, strides[i], node, "window start") >= in[i] + pb[i]) --out[i];
     } else {
       fail("{}: unknown auto_pad '{}'", node.describe(), auto_pad);
     }

@@ -19,6 +19,13 @@ struct Window {
 
 Window window_geometry(const Node& node, const Shape& x, std::vector<int64_t> kernel, bool ceil_mode);
 Shape window_output_shape(const Window& g, int64_t channels);
+// Refuses window attributes that would send loops or offsets outside a buffer: every
+// kernel size, stride and dilation must be positive and every pad non-negative. Conv,
+// ConvTranspose, the pools and MaxUnpool call it before computing any size.
+void check_window_attrs(const Node& node, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                        const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads);
+// dilation * (kernel - 1) + 1, checked for overflow.
+int64_t effective_kernel(const Node& node, int64_t kernel, int64_t dilation);
 // Throws unless input i exists and is f32.
 void require_f32(const Node& node, size_t i);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bad input of every kind gets one clear line and exit status 2; nothing crashes or
-# leaves half-written output. Also: dynamic shapes fixed by --input-shape, external
-# weights, an old opset, BatchNorm folding and decomposition.
+# leaves half-written output. Hostile attributes and index shapes are refused at
+# compile time. Also: dynamic shapes fixed by --input-shape, external weights, an
+# old opset, BatchNorm folding and decomposition.
 # Usage: tests/e2e/errors.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -81,6 +82,37 @@ expect 0 "match" -- "$INGOT" run "$W/old.ingot" --input=1x4xf32=1,2,-3,4 --expec
 expect 0 "fold_batchnorm" -- "$INGOT" compile "$W/batchnorm.onnx" -o "$W/bn.ingot" --time-passes
 expect 0 "match" -- "$INGOT" run "$W/bn.ingot" --input=@"$W/batchnorm.in.npy" --expected-output=@"$W/batchnorm.out.npy"
 expect 0 "epilogue \[Relu, Mul" -- "$INGOT" compile "$W/batchnorm.onnx" -o "$W/bn.ingot" --dump-after=fuse_epilogues
+
+# Hostile attributes and index shapes: each refused by its op's shape rule, naming
+# the node, the attribute or input and the rule; nothing is written.
+hostile() { expect 2 "$2" -- "$INGOT" compile "$W/$1.onnx" -o "$W/hostile.ingot"; }
+hostile conv_negative_pads "Conv node 'hostile' (opset 13): attribute 'pads' entry 0 is -1; pads must not be negative"
+hostile depthwise_negative_pads "attribute 'pads' entry 1 is -2; pads must not be negative"
+hostile pointwise_negative_pads "attribute 'pads' entry 2 is -1; pads must not be negative"
+hostile conv1d_negative_pads "attribute 'pads' entry 0 is -3; pads must not be negative"
+hostile conv_zero_stride "Conv node 'hostile' (opset 13): attribute 'strides' entry 0 is 0; it must be positive"
+hostile conv_huge_dilation "dilated kernel size: 9223372036854775807 \* 2 overflows int64"
+hostile convtranspose_negative_pads "ConvTranspose node 'hostile' (opset 13): attribute 'pads' entry 2 is -1"
+hostile convtranspose_negative_output_padding "attribute 'output_padding' entry 0 is -1; it must not be negative"
+hostile maxpool_negative_pads "MaxPool node 'hostile' (opset 13): attribute 'pads' entry 0 is -1"
+hostile averagepool_zero_stride "AveragePool node 'hostile' (opset 13): attribute 'strides' entry 1 is 0"
+hostile lppool_zero_kernel "LpPool node 'hostile' (opset 13): attribute 'kernel_shape' entry 0 is 0"
+hostile gather_elements_big_indices "input 1 (indices) shape 4x1 exceeds input 0 (data) shape 2x3 in dimension 0"
+hostile scatter_elements_big_indices "input 1 (indices) shape 2x5 exceeds input 0 (data) shape 2x2 in dimension 1"
+hostile gather_elements_constant_out_of_range "input 1 (indices) value 7 at position 1 is out of range"
+hostile scatter_elements_constant_out_of_range "input 1 (indices) value -9 at position 0 is out of range"
+hostile transpose_duplicate_perm "Transpose node 'hostile' (opset 13): attribute 'perm' lists axis 2 twice"
+hostile transpose_out_of_range_perm "attribute 'perm' entry 2 is 5, out of range for rank 3"
+hostile transpose_short_perm "attribute 'perm' has 2 entries for rank 3"
+hostile gather_empty_axis "Gather node 'hostile' (opset 13): input 0 (data) 0x3 is empty along axis 0"
+hostile gather_elements_empty_axis "input 0 (data) 2x0 is empty along axis 1"
+hostile gather_nd_empty_axis "GatherND node 'hostile' (opset 13): input 0 (data) 0x3 is empty in dimension 0"
+hostile gather_constant_out_of_range "input 1 (indices) value 3 is out of range for axis 1 of size 3"
+hostile pad_int64_max "Pad node 'hostile' (opset 13): pads entry 1 is 9223372036854775807, beyond the tensor size limit"
+hostile tile_overflow "Tile node 'hostile' (opset 13): tiled size: 2 \* 9223372036854775807 overflows int64"
+hostile reshape_two_inferred "Reshape node 'hostile' (opset 13): input 1 (shape) -1x-1 has more than one -1"
+hostile expand_past_limit "above the limit of 4294967296 bytes per tensor"
+[ ! -e "$W/hostile.ingot" ] || { echo "FAIL: a refused model left $W/hostile.ingot" >&2; failures=$((failures + 1)); }
 
 if [ $failures -ne 0 ]; then
   echo "$failures error-path check(s) failed" >&2

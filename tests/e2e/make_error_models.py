@@ -90,9 +90,84 @@ def main(out):
     np.save(f"{out}/batchnorm.in.npy", xb)
     np.save(f"{out}/batchnorm.out.npy", y.numpy())
 
+    hostile_models(out)
+
     # Not a model at all.
     with open(f"{out}/garbage.onnx", "wb") as fh:
         fh.write(b"\x08\x07this is not a protobuf model\xff\xff\xff")
+
+
+def hostile_models(out):
+    """One model per hostile attribute or index shape; each must be refused at compile
+    time (exit 2). The expected message fragments are in errors.sh."""
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    big = 2**63 - 1
+
+    def one(name, node, inputs, inits=(), out_type=f32):
+        node.name = "hostile"
+        g = helper.make_graph([node], name, [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                              [helper.make_tensor_value_info(node.output[0], out_type, None)],
+                              [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
+        save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/{name}.onnx")
+
+    def w(*shape):
+        return np.zeros(shape, dtype=np.float32)
+
+    x4 = [("x", f32, [1, 4, 8, 8])]
+    # Negative Conv pads: standard, depthwise, pointwise, 1-D.
+    one("conv_negative_pads", helper.make_node("Conv", ["x", "w"], ["y"], pads=[-1, 0, 0, 0]), x4, [("w", w(4, 4, 3, 3))])
+    one("depthwise_negative_pads", helper.make_node("Conv", ["x", "w"], ["y"], group=4, pads=[0, -2, 0, 0]), x4,
+        [("w", w(4, 1, 3, 3))])
+    one("pointwise_negative_pads", helper.make_node("Conv", ["x", "w"], ["y"], pads=[0, 0, -1, -1]), x4,
+        [("w", w(8, 4, 1, 1))])
+    one("conv1d_negative_pads", helper.make_node("Conv", ["x", "w"], ["y"], pads=[-3, 0]), [("x", f32, [1, 4, 10])],
+        [("w", w(2, 4, 3))])
+    one("conv_zero_stride", helper.make_node("Conv", ["x", "w"], ["y"], strides=[0, 1]), x4, [("w", w(4, 4, 3, 3))])
+    one("conv_huge_dilation", helper.make_node("Conv", ["x", "w"], ["y"], dilations=[big, 1]), x4,
+        [("w", w(4, 4, 3, 3))])
+    one("convtranspose_negative_pads", helper.make_node("ConvTranspose", ["x", "w"], ["y"], pads=[0, 0, -1, 0]), x4,
+        [("w", w(4, 2, 3, 3))])
+    one("convtranspose_negative_output_padding",
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], output_padding=[-1, 0]), x4,
+        [("w", w(4, 2, 3, 3))])
+    # Pools.
+    one("maxpool_negative_pads", helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], pads=[-1, 0, 0, 0]), x4)
+    one("averagepool_zero_stride", helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[1, 0]),
+        x4)
+    one("lppool_zero_kernel", helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[0, 2]), x4)
+    # Element-wise index ops with indices larger than the data off the axis.
+    one("gather_elements_big_indices", helper.make_node("GatherElements", ["d", "i"], ["y"], axis=1),
+        [("d", f32, [2, 3]), ("i", i64, [4, 1])])
+    one("scatter_elements_big_indices", helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=0),
+        [("d", f32, [2, 2]), ("i", i64, [2, 5]), ("u", f32, [2, 5])])
+    one("gather_elements_constant_out_of_range", helper.make_node("GatherElements", ["d", "i"], ["y"], axis=0),
+        [("d", f32, [2, 3])], [("i", np.array([[0, 7, 1]], dtype=np.int64))])
+    one("scatter_elements_constant_out_of_range",
+        helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=1),
+        [("d", f32, [2, 3]), ("u", f32, [1, 1])], [("i", np.array([[-9]], dtype=np.int64))])
+    # Transpose perm.
+    x23 = [("x", f32, [2, 3, 4])]
+    one("transpose_duplicate_perm", helper.make_node("Transpose", ["x"], ["y"], perm=[0, 2, 2]), x23)
+    one("transpose_out_of_range_perm", helper.make_node("Transpose", ["x"], ["y"], perm=[0, 1, 5]), x23)
+    one("transpose_short_perm", helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0]), x23)
+    # Gathers over an empty axis; constant indices out of range.
+    one("gather_empty_axis", helper.make_node("Gather", ["d", "i"], ["y"], axis=0),
+        [("d", f32, [0, 3]), ("i", i64, [2])])
+    one("gather_elements_empty_axis", helper.make_node("GatherElements", ["d", "i"], ["y"], axis=1),
+        [("d", f32, [2, 0]), ("i", i64, [2, 1])])
+    one("gather_nd_empty_axis", helper.make_node("GatherND", ["d", "i"], ["y"]),
+        [("d", f32, [0, 3]), ("i", i64, [2, 1])])
+    one("gather_constant_out_of_range", helper.make_node("Gather", ["d", "i"], ["y"], axis=1),
+        [("d", f32, [2, 3])], [("i", np.array([0, 3], dtype=np.int64))])
+    # Sizes: Pad by INT64_MAX, Tile overflow, two -1 in a Reshape, a tensor past the limit.
+    one("pad_int64_max", helper.make_node("Pad", ["x", "p"], ["y"]), [("x", f32, [2, 2])],
+        [("p", np.array([0, big, 0, 0], dtype=np.int64))])
+    one("tile_overflow", helper.make_node("Tile", ["x", "r"], ["y"]), [("x", f32, [2, 2])],
+        [("r", np.array([big, 1], dtype=np.int64))])
+    one("reshape_two_inferred", helper.make_node("Reshape", ["x", "s"], ["y"]), [("x", f32, [2, 6])],
+        [("s", np.array([-1, -1], dtype=np.int64))])
+    one("expand_past_limit", helper.make_node("Expand", ["x", "s"], ["y"]), [("x", f32, [1, 2])],
+        [("s", np.array([2**31, 2], dtype=np.int64))])
 
 
 if __name__ == "__main__":
