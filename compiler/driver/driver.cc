@@ -37,6 +37,14 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+}  // namespace
+
+ops::TargetTraits target_traits(const target::Target& t) {
+  return ops::TargetTraits{t.features, t.arch, t.l1d_bytes, t.l2_bytes, t.l3_bytes};
+}
+
+namespace {
+
 bool wants_dump(const CompileOptions& o, const std::string& stage) {
   for (const std::string& d : o.dump_after)
     if (d == stage || d == "all") return true;
@@ -68,7 +76,7 @@ void compile(const CompileOptions& options) {
   passes::PassManager pipeline =
       passes::default_pipeline(ops::gemm_tile_for(target.features, target.arch).nr,
                                /*winograd=*/target.arch != INGOT_ARCH_ARM_CORTEX_M,
-                               /*fuse_blocks=*/(target.features & INGOT_FEATURE_AVX512F) != 0);
+                               /*fuse_blocks=*/(target.features & INGOT_FEATURE_AVX512F) != 0, target_traits(target));
   passes::PassOptions pass_options;
   pass_options.time_passes = options.time_passes;
   std::vector<std::string> stage_names = {"plan", "codegen"};

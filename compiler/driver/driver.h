@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ops/op_table.h"
+#include "compiler/target/target.h"
+
 namespace ingot::driver {
 
 struct InputShapeOverride {
@@ -36,6 +39,9 @@ struct CompileOptions {
 // executable NAME. With --weights=external every form writes the weights beside it
 // (NAME.weights; MODULE.weights for a module) and records their size and CRC-32.
 void compile(const CompileOptions& options);
+
+// What of |t| decides how nodes are computed, as the op table reads it.
+ops::TargetTraits target_traits(const target::Target& t);
 
 // How `ingot inspect --size` sizes a C artifact: compiles it with the compiler and
 // flags of the target and -O level the file names, taken from ingot's own target table

@@ -17,6 +17,17 @@ namespace ingot::ops {
 
 using Attrs = std::map<std::string, AttrValue>;
 
+// What of the target decides how a node is computed: its ISA (INGOT_FEATURE_* bits,
+// ingot_arch_t) and cache sizes (read from the CPU for `host`, given by each named
+// target otherwise). Filled by the driver from compiler/target; ops never include it.
+struct TargetTraits {
+  uint32_t features = 0;
+  uint32_t arch = 0;
+  int64_t l1d_bytes = 32 * 1024;
+  int64_t l2_bytes = 1024 * 1024;
+  int64_t l3_bytes = 0;  // 0: none or unknown
+};
+
 // What a lowering sees: the node, C names of its buffers and the fused epilogue.
 struct LoweringContext {
   const Node& node;

@@ -37,7 +37,8 @@ void PassManager::run(Graph& graph, const PassOptions& options, std::ostream& lo
   }
 }
 
-PassManager default_pipeline(int64_t gemm_panel_width, bool winograd, bool fuse_blocks) {
+PassManager default_pipeline(int64_t gemm_panel_width, bool winograd, bool fuse_blocks,
+                             const ops::TargetTraits& target) {
   PassManager pm;
   pm.add("fold_constants", fold_constants);
   pm.add("canonicalize", canonicalize);
@@ -50,6 +51,7 @@ PassManager default_pipeline(int64_t gemm_panel_width, bool winograd, bool fuse_
   pm.add("pack_weights", [gemm_panel_width](Graph& g) { pack_weights(g, gemm_panel_width); });
   pm.add("fuse_epilogues", fuse_epilogues);
   if (fuse_blocks) pm.add("fuse_inverted_residuals", fuse_inverted_residuals);
+  pm.add("choose_strategies", [target](Graph& g) { choose_strategies(g, target); });
   pm.add("eliminate_dead_code", eliminate_dead_code);
   return pm;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/ops/op_table.h"
 
 namespace ingot::passes {
 
@@ -37,6 +38,9 @@ void fuse_epilogues(Graph& graph);
 // MobileNet's expand → depthwise → project chains → one InvertedResidual node computed
 // band by band (after fuse_epilogues; AVX-512 targets).
 void fuse_inverted_residuals(Graph& graph);
+// Records each Conv's strategy (attribute `strategy`) for |target|: the one value its
+// lowering and scratch size read.
+void choose_strategies(Graph& graph, const ops::TargetTraits& target);
 // Removes nodes none of whose outputs reach a graph output.
 void eliminate_dead_code(Graph& graph);
 
@@ -58,7 +62,9 @@ class PassManager {
 
 // `gemm_panel_width`: the target's GEMM tile width, for compile-time B panels (0: none);
 // `winograd`: whether 3x3 convolutions may take the Winograd kernel; `fuse_blocks`:
-// whether MobileNet blocks become one banded dispatch (AVX-512 targets).
-PassManager default_pipeline(int64_t gemm_panel_width = 0, bool winograd = false, bool fuse_blocks = false);
+// whether MobileNet blocks become one banded dispatch (AVX-512 targets); `target`: what
+// strategies are chosen for.
+PassManager default_pipeline(int64_t gemm_panel_width = 0, bool winograd = false, bool fuse_blocks = false,
+                             const ops::TargetTraits& target = {});
 
 }  // namespace ingot::passes

@@ -1,5 +1,7 @@
 #include "compiler/target/target.h"
 
+#include <unistd.h>
+
 #include "compiler/ir/error.h"
 #include "ingot/abi.h"
 
@@ -11,8 +13,27 @@ constexpr uint32_t kAvx2 = INGOT_FEATURE_SSE42 | INGOT_FEATURE_AVX2 | INGOT_FEAT
 constexpr uint32_t kAvx512 = kAvx2 | INGOT_FEATURE_AVX512F | INGOT_FEATURE_AVX512BW | INGOT_FEATURE_AVX512VL |
                              INGOT_FEATURE_AVX512DQ;
 
+// Named x86-64 targets assume a current server core: 48 KB L1D, 1 MB L2 (Zen 4 has
+// 1 MB, recent Xeons 2 MB: blocking for the smaller one is safe on both).
 Target x86(const std::string& name, uint32_t features, std::vector<std::string> flags) {
-  return Target{name, INGOT_ARCH_X86_64, features, std::move(flags)};
+  Target t{name, INGOT_ARCH_X86_64, features, std::move(flags)};
+  t.l1d_bytes = 48 * 1024;
+  t.l2_bytes = 1024 * 1024;
+  t.l3_bytes = 0;
+  return t;
+}
+
+// The host's data caches, where the C library knows them (sysconf; 0 when unknown).
+void read_host_caches(Target& t) {
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+  const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l1 > 0) t.l1d_bytes = l1;
+  if (l2 > 0) t.l2_bytes = l2;
+#endif
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) t.l3_bytes = l3;
+#endif
 }
 
 // Bare-metal Arm: C compiled with arm-none-eabi-gcc, Thumb-2. The M4 has a
@@ -22,6 +43,9 @@ Target cortex_m(const std::string& name, std::vector<std::string> flags) {
   flags.insert(flags.begin(), {"-mcpu=" + name, "-mthumb"});
   Target t{name, INGOT_ARCH_ARM_CORTEX_M, 0, std::move(flags)};
   t.cc = "arm-none-eabi-gcc";
+  // No data cache to block for on the M3/M4; the M7's is small.
+  t.l1d_bytes = name == "cortex-m7" ? 16 * 1024 : 0;
+  t.l2_bytes = 0;
   t.bare_metal = true;
   return t;
 }
@@ -50,9 +74,9 @@ Target resolve(const std::string& name) {
     bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx512) return resolve("x86_64-avx512");
-    if (avx2) return resolve("x86_64-avx2");
-    return resolve("x86_64");
+    Target t = resolve(avx512 ? "x86_64-avx512" : avx2 ? "x86_64-avx2" : "x86_64");
+    read_host_caches(t);
+    return t;
   }
   // x86-64-v4 / v3 are the psABI levels; -mprefer-vector-width=512 lets the
   // vectorizer use full zmm registers on parts where that pays off (Zen 4/5, server Intel).

@@ -14,6 +14,11 @@ struct Target {
   std::vector<std::string> cflags;  // ISA flags for the C compiler
   std::string cc = "cc";     // the C compiler used when --cc is not given
   bool bare_metal = false;   // no operating system: no executables, C runs from firmware
+  // Data cache sizes in bytes that blocking decisions are made for (0: none). `host`
+  // reads them from the CPU; named targets give a typical part of their class.
+  int64_t l1d_bytes = 32 * 1024;
+  int64_t l2_bytes = 1024 * 1024;
+  int64_t l3_bytes = 0;
 };
 
 // "host" | "x86_64-avx512" | "x86_64-avx2" | "x86_64" | "generic" |

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/driver/driver.h"
 #include "compiler/ops/gemm_lowering.h"
 #include "tests/unit/test_util.h"
 
@@ -83,6 +84,8 @@ class KernelCase {
       bounds.push_back(testing::abs_bound(*b, ins));
     }
     if (transform) transform(g_);
+    // As the compile pipeline ends: strategies chosen for the target compiled for.
+    passes::choose_strategies(g_, driver::target_traits(target::resolve(target)));
     verify_graph(g_);
     testing::Compiled compiled;
     std::vector<Tensor> got = testing::compile_and_run(g_, inputs_, &compiled, target);
@@ -226,6 +229,35 @@ TEST_P(GemmKernelTest, ConvTiles) {
   add_conv(k, {1, 64, 6, 7}, {10, 64, 3, 3}, {{"pads", I{1, 1, 1, 1}}});  // K = 576
   testing::Compiled c = k.run({}, GetParam());
   EXPECT_GT(c.plan.arena_bytes, 0u) << "im2col panels live in the arena";
+}
+
+// Grouped convolutions (every groups value between one and depthwise) run as one GEMM
+// per group: pointwise and im2col, strided, dilated, padded, odd channel counts, a
+// depthwise multiplier, with bias and fused ReLU (register epilogue) or Sigmoid (per tile).
+TEST_P(GemmKernelTest, GroupedConvAsGemm) {
+  KernelCase k(440);
+  add_conv(k, {1, 8, 9, 11}, {12, 4, 3, 3}, {{"group", int64_t{2}}, {"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {1, 16, 7, 7}, {16, 4, 3, 3}, {{"group", int64_t{4}}, {"pads", I{1, 1, 1, 1}}}, false);
+  add_conv(k, {1, 24, 13, 10}, {40, 3, 5, 5}, {{"group", int64_t{8}}, {"strides", I{2, 2}}, {"pads", I{2, 2, 2, 2}}});
+  add_conv(k, {1, 30, 9, 9}, {15, 2, 3, 3}, {{"group", int64_t{15}}, {"dilations", I{2, 2}}, {"pads", I{2, 2, 2, 2}}});
+  add_conv(k, {2, 12, 6, 50}, {36, 3, 1, 1}, {{"group", int64_t{4}}});                      // grouped pointwise
+  add_conv(k, {1, 6, 8, 8}, {18, 1, 3, 3}, {{"group", int64_t{6}}, {"pads", I{1, 1, 1, 1}}});  // multiplier 3
+  add_conv(k, {1, 10, 31}, {10, 5, 7}, {{"group", int64_t{2}}, {"pads", I{3, 3}}});          // 1-D
+  auto then = [&](Value* x, Shape ws, int64_t groups, const std::string& act) {
+    Node* c = k.inner("Conv", {x, k.weight(ws), k.weight({ws[0]})}, {{"group", groups}, {"pads", I{1, 1, 1, 1}}});
+    k.op(act, {c->outputs[0]});
+  };
+  then(k.input({1, 32, 14, 14}), {32, 8, 3, 3}, 4, "Relu");
+  then(k.input({1, 32, 14, 14}), {64, 2, 3, 3}, 16, "Sigmoid");
+  testing::Compiled c = k.run(passes::fuse_epilogues, GetParam());
+  int grouped = 0;
+  for (const schedule::PlanStep& st : c.plan.steps) grouped += st.label.find("Conv") != std::string::npos;
+  EXPECT_GE(grouped, 9);
+  for (const std::string& name : c.source.kernel_names) {
+    EXPECT_EQ(name.find("direct"), std::string::npos) << name << ": a grouped conv fell back to a scalar loop";
+    if (name.rfind("f32_conv", 0) == 0 && name.find("_g") != std::string::npos)
+      EXPECT_NE(name.find("gemm"), std::string::npos) << name;
+  }
 }
 
 // Stride-1 convolutions (the shifted-plane path on AVX-512) and depthwise planes wider

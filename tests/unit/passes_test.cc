@@ -598,6 +598,38 @@ TEST(EliminateDeadCodeTest, RemovesNodesThatReachNoOutput) {
   EXPECT_TRUE(g.nodes().empty());
 }
 
+// ---- choose_strategies ----------------------------------------------------------------------
+
+// Every Conv records one strategy for the target; the same graph for another target
+// gets that target's choice, and the scratch the planner reserves is what it needs.
+TEST(ChooseStrategiesTest, RecordsOneStrategyPerConvForTheTarget) {
+  Graph g;
+  g.name = "s";
+  Value* x = add_input(g, "x", {1, 8, 6, 6});
+  auto conv = [&](const std::string& name, Shape w, ops::Attrs attrs) {
+    return add_op(g, "Conv", {x, g.add_constant(name + ".w", testing::random_f32(w, 3))}, std::move(attrs), 13, 1, name);
+  };
+  Node* pw = conv("pw", {4, 8, 1, 1}, {});
+  Node* k3 = conv("k3", {4, 8, 3, 3}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  Node* grouped = conv("grouped", {4, 2, 3, 3}, {{"group", int64_t{4}}, {"strides", std::vector<int64_t>{2, 2}}});
+  Node* dw = conv("dw", {8, 1, 5, 5}, {{"group", int64_t{8}}, {"pads", std::vector<int64_t>{2, 2, 2, 2}}});
+  g.outputs = {pw->outputs[0], k3->outputs[0], grouped->outputs[0], dw->outputs[0]};
+  ops::TargetTraits avx512{INGOT_FEATURE_AVX512F, INGOT_ARCH_X86_64};
+  passes::choose_strategies(g, avx512);
+  EXPECT_EQ(pw->attr_string("strategy", ""), "gemm");
+  EXPECT_EQ(k3->attr_string("strategy", ""), "shifted_gemm");
+  EXPECT_EQ(grouped->attr_string("strategy", ""), "im2col_gemm");
+  EXPECT_EQ(dw->attr_string("strategy", ""), "depthwise_shifted");
+  EXPECT_NE(print_graph(g).find("Conv(%x, %k3.w) {pads=[1,1,1,1], strategy=\"shifted_gemm\"}"), std::string::npos)
+      << print_graph(g);
+  const uint64_t shifted_scratch = ops::find_op("Conv")->scratch_bytes(*k3);
+  passes::choose_strategies(g, ops::TargetTraits{});  // a portable target
+  EXPECT_EQ(k3->attr_string("strategy", ""), "im2col_gemm");
+  EXPECT_EQ(ops::find_op("Conv")->scratch_bytes(*k3), 8u * 3 * 3 * 48 * sizeof(float));
+  EXPECT_NE(ops::find_op("Conv")->scratch_bytes(*k3), shifted_scratch);
+  EXPECT_EQ(ops::find_op("Conv")->scratch_bytes(*pw), 0u);
+}
+
 // ---- the default pipeline ----------------------------------------------------------------------
 
 TEST(PassManagerTest, DefaultPipelineOrderAndDumps) {

@@ -1,0 +1,467 @@
+// Conv lowerings, one function per strategy (conv_ops.h). Each emits the C body of
+// the dispatch, applies the fused epilogue itself and names its kernel.
+#include <algorithm>
+#include <optional>
+
+#include "compiler/ops/conv_ops.h"
+#include "compiler/ops/gemm_lowering.h"
+#include "ingot/abi.h"
+
+namespace ingot::ops {
+
+std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeometry& c) {
+  const Node& node = ctx.node;
+  const Window& g = c.win;
+  const int64_t HW = g.OH * g.OW;
+  const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
+  ctx.epilogue_applied = true;
+  const int64_t width = transposed_panel_width(node);
+  // Transposed pointwise: C^T[HW, OC] = X^T[HW, C] * W^T[C, OC]. Pixels are the tile's
+  // rows (read from X with a k stride of HW), output channels its columns (W^T
+  // panels); each finished tile is written back transposed with bias and epilogue.
+  GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+  if (tile.nr != width) fail("{}: weights packed {} wide, but this target's tile is {} wide", node.describe(), width, tile.nr);
+  if (ctx.scratch.empty()) fail("{}: the transposed pointwise kernel needs scratch", node.describe());
+  ctx.headers.insert("f32_gemm_tile.h");
+  ctx.kernel_name = fmt::format("f32_conv1x1_s1_transposed_{}_{}", tile.kernel.substr(tile.kernel.rfind('_') + 1),
+                                shape_str(node.outputs[0]->shape));
+  GemmLoops loops;
+  loops.M = HW;
+  loops.N = c.OC;
+  loops.K = c.ICG;
+  loops.tile_call = [&, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    return fmt::format("      {kernel}(ct, {nrw}, xn + ({m0}), 1, {HW}, {w} + ({n0}) / {nrw} * {panel}, {nrw}, {K}, {mr}, {nr});\n",
+                       fmt::arg("kernel", tile.kernel), fmt::arg("nrw", width), fmt::arg("m0", m0), fmt::arg("HW", HW),
+                       fmt::arg("w", ctx.in[1]), fmt::arg("n0", n0), fmt::arg("panel", c.ICG * width),
+                       fmt::arg("K", c.ICG), fmt::arg("mr", mr), fmt::arg("nr", nr));
+  };
+  loops.after_tile = [&, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    return fmt::format(
+        "      for (int64_t j = 0; j < {nr}; ++j) {{\n"
+        "        const int64_t oc = {n0} + j;\n"
+        "        float* col = yn + oc * {HW} + ({m0});\n"
+        "        for (int64_t r = 0; r < {mr}; ++r) {{\n"
+        "          float v = ct[r * {nrw} + j]{bias};\n"
+        "{ep}"
+        "          col[r] = v;\n"
+        "        }}\n"
+        "      }}\n",
+        fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("HW", HW), fmt::arg("m0", m0), fmt::arg("mr", mr),
+        fmt::arg("nrw", width), fmt::arg("bias", bias),
+        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + ({}) + r", c.OC, HW, m0))));
+  };
+  return fmt::format(
+      "  float* ct = {scratch};\n"
+      "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+      "    const float* xn = {x} + n * {CHW};\n"
+      "    float* yn = {y} + n * {OCHW};\n"
+      "{loops}"
+      "  }}\n",
+      fmt::arg("scratch", ctx.scratch), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
+      fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("loops", emit_gemm_loops(loops, tile)));
+}
+
+std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
+  const Node& node = ctx.node;
+  const Window& g = c.win;
+  const int64_t HW = g.OH * g.OW;
+  const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
+  ctx.epilogue_applied = true;
+  if (ctx.scratch.empty()) fail("{}: the Winograd kernel needs scratch", node.describe());
+  WinogradPlan p = winograd_plan(node, c);
+  GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+  ctx.headers.insert("f32_gemm_tile.h");
+  ctx.headers.insert("f32_winograd.h");
+  ctx.kernel_name = fmt::format("f32_conv3x3_s1_winograd{}x{}_{}_{}", p.m, p.m, tile.kernel.substr(tile.kernel.rfind('_') + 1),
+                                shape_str(node.outputs[0]->shape));
+  const int64_t ps = g.C * p.Hp * p.Wq;  // one column phase of every plane
+  auto phase = [&](int64_t r) { return fmt::format("ph + {} + ic * {}", r * ps, p.Hp * p.Wq); };
+  const std::string input_call =
+      p.m == 2 ? fmt::format("f32_winograd_f2k3_input(wv + ic * {tbp} + (t - t0), {{vstride}}, {p0}, {p1}, {Wq}, th, tw0, run)",
+                             fmt::arg("tbp", p.TBp), fmt::arg("p0", phase(0)), fmt::arg("p1", phase(1)), fmt::arg("Wq", p.Wq))
+               : fmt::format("f32_winograd_f4k3_input(wv + ic * {tbp} + (t - t0), {{vstride}}, {p0}, {p1}, {p2}, {p3}, {Wq}, th, tw0, run)",
+                             fmt::arg("tbp", p.TBp), fmt::arg("p0", phase(0)), fmt::arg("p1", phase(1)),
+                             fmt::arg("p2", phase(2)), fmt::arg("p3", phase(3)), fmt::arg("Wq", p.Wq));
+  const std::string output_call =
+      p.m == 2 ? fmt::format("f32_winograd_f2k3_output(wrow, wrow + {row}, wm + oc * {tbp} + (t - t0), {{mstride}}, run)",
+                             fmt::arg("row", p.row), fmt::arg("tbp", p.TBp))
+               : fmt::format("f32_winograd_f4k3_output(wrow, {row}, wm + oc * {tbp} + (t - t0), {{mstride}}, run)",
+                             fmt::arg("row", p.row), fmt::arg("tbp", p.TBp));
+  // One block of `tb` tiles starting at tile `t0`: input transform, 16 GEMMs,
+  // output transform with bias and epilogue. Tiles run in row-major order; a block
+  // may start and end inside a tile row, so both transforms walk row segments.
+  auto block = [&](const std::string& t0, int64_t tb) {
+    GemmLoops loops;
+    loops.c = "mx";
+    loops.ldc = p.TBp;
+    loops.a = "ux";
+    loops.lda = c.ICG;
+    loops.aks = 1;
+    loops.b = "vx";
+    loops.ldb = p.TBp;
+    loops.M = c.OC;
+    loops.N = tb;
+    loops.K = c.ICG;
+    return fmt::format(
+        "    {{\n"
+        "    const int64_t t0 = {t0};\n"
+        "    for (int64_t ic = 0; ic < {IC}; ++ic)\n"
+        "      for (int64_t t = t0; t < t0 + {tb};) {{\n"
+        "        const int64_t th = t / {TW}, tw0 = t - th * {TW};\n"
+        "        const int64_t run = t0 + {tb} - t < {TW} - tw0 ? t0 + {tb} - t : {TW} - tw0;\n"
+        "        {input_call};\n"
+        "        t += run;\n"
+        "      }}\n"
+        "    for (int64_t xi = 0; xi < {xis}; ++xi) {{\n"
+        "      const float* ux = {u} + xi * {OCIC};\n"
+        "      const float* vx = wv + xi * {vstride};\n"
+        "      float* mx = wm + xi * {mstride};\n"
+        "{gemm}"
+        "    }}\n"
+        "    for (int64_t oc = 0; oc < {OC}; ++oc)\n"
+        "      for (int64_t t = t0; t < t0 + {tb};) {{\n"
+        "        const int64_t th = t / {TW}, tw0 = t - th * {TW};\n"
+        "        const int64_t run = t0 + {tb} - t < {TW} - tw0 ? t0 + {tb} - t : {TW} - tw0;\n"
+        "        const int64_t ow0 = {m} * tw0, cols = {m} * run < {OW} - ow0 ? {m} * run : {OW} - ow0;\n"
+        "        {output_call};\n"
+        "        for (int a = 0; a < {m}; ++a) {{\n"
+        "          const int64_t oh = {m} * th + a;\n"
+        "          if (oh >= {OH}) break;\n"
+        "          const float* trow = wrow + a * {row};\n"
+        "          float* yrow = yn + oc * {OHW} + oh * {OW} + ow0;\n"
+        "          for (int64_t j = 0; j < cols; ++j) {{\n"
+        "            const int64_t ow = ow0 + j;\n"
+        "            (void)ow;\n"
+        "            float v = trow[j]{bias};\n"
+        "{ep}"
+        "            yrow[j] = v;\n"
+        "          }}\n"
+        "        }}\n"
+        "        t += run;\n"
+        "      }}\n"
+        "    }}\n",
+        fmt::arg("t0", t0), fmt::arg("IC", c.ICG), fmt::arg("tb", tb), fmt::arg("tbp", p.TBp), fmt::arg("TW", p.TW),
+        fmt::arg("vstride", c.ICG * p.TBp), fmt::arg("u", ctx.in[1]), fmt::arg("OCIC", c.OC * c.ICG),
+        fmt::arg("mstride", c.OC * p.TBp), fmt::arg("row", p.row), fmt::arg("m", p.m), fmt::arg("xis", p.alpha * p.alpha),
+        fmt::arg("input_call", fmt::format(fmt::runtime(input_call), fmt::arg("vstride", c.ICG * p.TBp))),
+        fmt::arg("output_call", fmt::format(fmt::runtime(output_call), fmt::arg("mstride", c.OC * p.TBp))),
+        fmt::arg("gemm", emit_gemm_loops(loops, tile)),
+        fmt::arg("OC", c.OC), fmt::arg("OW", g.OW), fmt::arg("OH", g.OH), fmt::arg("OHW", HW), fmt::arg("bias", bias),
+        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
+  };
+  int64_t full = p.T / p.TB * p.TB, rem = p.T - full;
+  std::string blocks;
+  if (full > 0) blocks += fmt::format("  for (int64_t tb0 = 0; tb0 < {}; tb0 += {}) {{\n{}  }}\n", full, p.TB, block("tb0", p.TB));
+  if (rem > 0) blocks += block(std::to_string(full), rem);
+  return fmt::format(
+      "  float* ph = {scratch};\n"
+      "  float* wv = ph + {xp};\n"
+      "  float* wm = wv + {v};\n"
+      "  float* wrow = wm + {m};\n"
+      "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+      "    const float* xn = {x} + n * {CHW};\n"
+      "    float* yn = {y} + n * {OCHW};\n"
+      "    f32_winograd_phase_planes(ph, {ps}, xn, {C}, {H}, {W}, {Hp}, {Wq}, {PH}, {PW}, {phases});\n"
+      "{blocks}"
+      "  }}\n",
+      fmt::arg("scratch", ctx.scratch), fmt::arg("xp", p.xp_floats), fmt::arg("v", p.v_floats),
+      fmt::arg("m", p.m_floats), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
+      fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C), fmt::arg("H", g.H),
+      fmt::arg("W", g.W), fmt::arg("Hp", p.Hp), fmt::arg("Wq", p.Wq), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW),
+      fmt::arg("ps", ps), fmt::arg("phases", p.m), fmt::arg("blocks", blocks));
+}
+
+std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c) {
+  const Node& node = ctx.node;
+  const Window& g = c.win;
+  const int64_t HW = g.OH * g.OW;
+  const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
+  ctx.epilogue_applied = true;
+  // Stride-1 convolution as GEMM without im2col: the input is copied once into
+  // zero-padded planes of width Wp, where every tap is a shift of the flat plane;
+  // tiles run over output pixels numbered in that padded width and the epilogue
+  // stores only the OW real columns of each row. Groups read their own planes
+  // (`xpg`) and weights (`wg`) and write their own channels from `oc0`.
+  int64_t Hp = g.H + g.PH + g.PH_END, Wp = shared_pad_width(g);
+  int64_t K = c.ICG * g.KH * g.KW, Np = g.OH * Wp;
+  int64_t tail = (g.KW - 1) * g.DW + 16;
+  int64_t padded = (g.C * Hp * Wp + tail + 15) / 16 * 16;
+  ctx.headers.insert("f32_gemm_tile.h");
+  GemmTile tile{"f32_conv_tile_8x48_avx512", 8, 48};
+  GemmLoops loops;
+  loops.M = c.OCG;
+  loops.N = Np;
+  loops.K = K;
+  loops.tile_call = [&, K, Hp, Wp](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    return fmt::format("      f32_conv_tile_8x48_avx512(ct, 48, wg + ({}) * {}, {}, xpg + {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n",
+                       m0, K, K, n0, Hp * Wp, Wp, c.ICG, g.KH, g.KW, g.DH, g.DW, mr, nr);
+  };
+  loops.after_tile = [&, Wp](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    // The tile's columns split into runs that stay in one padded row; each run's
+    // real columns are one contiguous (vectorizable) store.
+    return fmt::format(
+        "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
+        "        const int64_t oc = oc0 + {m0} + r;\n"
+        "        for (int64_t j0 = 0; j0 < {nr};) {{\n"
+        "          const int64_t np = {n0} + j0, oh = np / {Wp}, ow0 = np - oh * {Wp};\n"
+        "          const int64_t run = {nr} - j0 < {Wp} - ow0 ? {nr} - j0 : {Wp} - ow0;\n"
+        "          const int64_t real = ow0 >= {OW} ? 0 : ({OW} - ow0 < run ? {OW} - ow0 : run);\n"
+        "          for (int64_t t = 0; t < real; ++t) {{\n"
+        "            const int64_t ow = ow0 + t;\n"
+        "            float v = ct[r * 48 + j0 + t]{bias};\n"
+        "{ep}"
+        "            yn[oc * {OHW} + oh * {OW} + ow] = v;\n"
+        "          }}\n"
+        "          j0 += run;\n"
+        "        }}\n"
+        "      }}\n",
+        fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("Wp", Wp),
+        fmt::arg("OW", g.OW), fmt::arg("bias", bias), fmt::arg("OHW", HW),
+        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
+  };
+  ctx.kernel_name = fmt::format("f32_conv{}x{}_s1{}_shifted_gemm_avx512_{}", g.KH, g.KW,
+                                c.G > 1 ? fmt::format("_g{}", c.G) : "", shape_str(node.outputs[0]->shape));
+  return fmt::format(
+      "  float* xp = {scratch};\n"
+      "  float* ct = {scratch} + {padded};\n"
+      "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+      "    const float* xn = {x} + n * {CHW};\n"
+      "    float* yn = {y} + n * {OCHW};\n"
+      "    f32_pad_planes(xp, xn, {C}, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, {tail});\n"
+      "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
+      "    const int64_t oc0 = grp * {OCG};\n"
+      "    const float* xpg = xp + grp * {ICGHWp};\n"
+      "    const float* wg = {w} + oc0 * {K};\n"
+      "{loops}"
+      "    }}\n"
+      "  }}\n",
+      fmt::arg("scratch", ctx.scratch), fmt::arg("padded", padded), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]),
+      fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C),
+      fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("PH", g.PH),
+      fmt::arg("PW", g.PW), fmt::arg("tail", tail), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG),
+      fmt::arg("ICGHWp", c.ICG * Hp * Wp), fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
+      fmt::arg("loops", emit_gemm_loops(loops, tile)));
+}
+
+// Convolution as one GEMM per image and group: Y_g[OCG, OH*OW] = W_g[OCG, ICG*KH*KW] * B_g,
+// where B_g is the group's input planes themselves (pointwise) or an im2col panel per
+// column tile. Every groups value, stride, dilation and kernel size has this form;
+// one group is the plain convolution. The epilogue (bias, fused ops) runs on each tile
+// while it is in cache, in registers when the tile can apply it.
+std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im2col) {
+  const Node& node = ctx.node;
+  const Window& g = c.win;
+  const int64_t HW = g.OH * g.OW;
+  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
+  ctx.epilogue_applied = true;
+  GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+  if (im2col && tile.nr > kMaxTileColumns) fail("{}: tile wider than the im2col scratch", node.describe());
+  if (im2col && ctx.scratch.empty()) fail("{}: the im2col kernel needs scratch", node.describe());
+  ctx.headers.insert("f32_gemm_tile.h");
+  const int64_t K = c.ICG * g.KH * g.KW;
+  const bool grouped = c.G > 1;
+  // Within the loops, `xg`, `yg` and `wg` are the group's input, output and weights,
+  // `oc0` its first output channel.
+  GemmLoops loops;
+  loops.c = "yg";
+  loops.ldc = HW;
+  loops.a = "wg";
+  loops.lda = K;
+  loops.b = "xg";
+  loops.ldb = HW;
+  loops.M = c.OCG;
+  loops.N = HW;
+  loops.K = K;
+  if (im2col) {
+    loops.packed_b = ctx.scratch;
+    loops.pack_b = [&](const std::string& n0, int64_t nr) {
+      return fmt::format("    f32_im2col_panel({}, {}, xg, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n",
+                         ctx.scratch, tile.nr, c.ICG, g.H, g.W, g.OW, g.KH, g.KW, g.SH, g.SW, g.PH, g.PW, g.DH, g.DW,
+                         n0, nr);
+    };
+  }
+  const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+  std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile);
+  if (in_registers) {
+    // Bias and activation applied by the tile before its store: no second pass.
+    loops.tile_call = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+      std::string b = im2col ? ctx.scratch : fmt::format("xg + {}", n0);
+      int64_t ldb = im2col ? tile.nr : HW;
+      return fmt::format("      f32_gemm_tile_8x48_avx512_act(yg + ({m0}) * {HW} + {n0}, {HW}, wg + ({m0}) * {K}, {K}, 1, "
+                         "{b}, {ldb}, {K}, {mr}, {nr}, {bias}, {act});\n",
+                         fmt::arg("m0", m0), fmt::arg("HW", HW), fmt::arg("n0", n0), fmt::arg("K", K), fmt::arg("b", b),
+                         fmt::arg("ldb", ldb), fmt::arg("mr", mr), fmt::arg("nr", nr),
+                         fmt::arg("bias", node.input(2) ? fmt::format("{} + oc0 + ({})", ctx.in[2], m0) : "0"),
+                         fmt::arg("act", in_registers->args));
+    };
+  } else {
+    loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+      std::string ep = epilogue(fmt::format("(n * {} + oc) * {} + {} + j", c.OC, HW, n0));
+      if (bias.empty() && ep.empty()) return std::string();
+      return fmt::format(
+          "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
+          "        const int64_t oc = oc0 + {m0} + r;\n"
+          "        float* row = yn + oc * {HW} + {n0};\n"
+          "        for (int64_t j = 0; j < {nr}; ++j) {{\n"
+          "          float v = row[j]{bias};\n"
+          "{ep}"
+          "          row[j] = v;\n"
+          "        }}\n"
+          "      }}\n",
+          fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("HW", HW), fmt::arg("n0", n0), fmt::arg("nr", nr),
+          fmt::arg("bias", bias), fmt::arg("ep", ep));
+    };
+  }
+  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_{}_{}_{}", g.KH, g.KW, g.SW, grouped ? fmt::format("_g{}", c.G) : "",
+                                im2col ? "im2col_gemm" : "gemm", tile.kernel.substr(tile.kernel.rfind('_') + 1),
+                                shape_str(node.outputs[0]->shape));
+  return fmt::format(
+      "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+      "    const float* xn = {x} + n * {CHW};\n"
+      "    float* yn = {y} + n * {OCHW};\n"
+      "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
+      "    const int64_t oc0 = grp * {OCG};\n"
+      "    const float* xg = xn + grp * {ICGHW};\n"
+      "    float* yg = yn + oc0 * {HW};\n"
+      "    const float* wg = {w} + oc0 * {K};\n"
+      "    (void)oc0;\n    (void)xg;\n"
+      "{loops}"
+      "    }}\n"
+      "  }}\n",
+      fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
+      fmt::arg("OCHW", c.OC * HW), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("ICGHW", c.ICG * g.H * g.W),
+      fmt::arg("HW", HW), fmt::arg("w", ctx.in[1]), fmt::arg("K", K), fmt::arg("loops", emit_gemm_loops(loops, tile)));
+}
+
+std::string lower_dwconv_shifted(LoweringContext& ctx, const ConvGeometry& c) {
+  const Node& node = ctx.node;
+  const Window& g = c.win;
+  const int64_t HW = g.OH * g.OW;
+  const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
+  ctx.epilogue_applied = true;
+  // Stride-1 depthwise: pad each plane once, then every tap is a contiguous
+  // multiply-add over the flat padded plane; the epilogue keeps the OW real columns.
+  int64_t Hp = g.H + g.PH + g.PH_END, Wp = shared_pad_width(g);
+  int64_t tail = (g.KW - 1) * g.DW + 16;
+  int64_t padded = (Hp * Wp + tail + 15) / 16 * 16;
+  ctx.headers.insert("f32_dwconv2d.h");
+  ctx.headers.insert("f32_gemm_tile.h");
+  ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s1_shifted_{}", g.KH, g.KW, shape_str(node.outputs[0]->shape));
+  // AVX-512: planes move in and out 16 flat positions at a time (expanding loads,
+  // compressing stores) instead of row loops, which dominate on narrow planes (7x7:
+  // 80 -> 40 us for 960 channels); the store applies bias and ReLU/Clip when that is
+  // the whole epilogue.
+  // Measured: on 5-wide rows the expanding loads lose to the plain row loops.
+  const bool avx512 = (ctx.target_features & INGOT_FEATURE_AVX512F) != 0 && g.W >= 6;
+  std::optional<RegisterEpilogue> in_registers =
+      avx512 ? register_epilogue(node, gemm_tile_for(ctx.target_features, ctx.target_arch)) : std::nullopt;
+  std::string copy_in = avx512 ? "f32_copy_plane_interior_avx512" : "f32_copy_plane_interior";
+  std::string store_out =
+      in_registers
+          ? fmt::format("      f32_dwconv_store_rows_avx512(plane, yp, {}, {}, {}, {}, {});\n", g.OH, g.OW, Wp,
+                        node.input(2) ? ctx.in[2] + "[oc]" : "0.0f", in_registers->args)
+          : fmt::format(
+                "      for (int64_t oh = 0; oh < {OH}; ++oh)\n"
+                "        for (int64_t ow = 0; ow < {OW}; ++ow) {{\n"
+                "          float v = yp[oh * {Wp} + ow]{bias};\n"
+                "{ep}"
+                "          plane[oh * {OW} + ow] = v;\n"
+                "        }}\n",
+                fmt::arg("OH", g.OH), fmt::arg("OW", g.OW), fmt::arg("Wp", Wp), fmt::arg("bias", bias),
+                fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
+  return fmt::format(
+      "  float* xp = {scratch};\n"
+      "  float* yp = {scratch} + {padded};\n"
+      "  for (int64_t i = 0; i < {padded}; ++i) xp[i] = 0.0f;\n"
+      "  for (int64_t n = 0; n < {N}; ++n)\n"
+      "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
+      "      {copy_in}(xp, {x} + (n * {C} + oc) * {HW}, {H}, {W}, {Wp}, {PH}, {PW});\n"
+      "      f32_dwconv2d_shifted_plane(yp, xp, {w} + oc * {KK}, {OH}, {Wp}, {KH}, {KW}, {DH}, {DW});\n"
+      "      float* plane = {y} + (n * {OC} + oc) * {OHW};\n"
+      "{store_out}"
+      "    }}\n",
+      fmt::arg("copy_in", copy_in), fmt::arg("store_out", store_out),
+      fmt::arg("scratch", ctx.scratch), fmt::arg("padded", padded), fmt::arg("N", g.N), fmt::arg("OC", c.OC),
+      fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C), fmt::arg("HW", g.H * g.W), fmt::arg("H", g.H), fmt::arg("W", g.W),
+      fmt::arg("Wp", Wp), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW),
+      fmt::arg("w", ctx.in[1]), fmt::arg("KK", g.KH * g.KW), fmt::arg("OH", g.OH), fmt::arg("KH", g.KH),
+      fmt::arg("KW", g.KW), fmt::arg("DH", g.DH), fmt::arg("DW", g.DW), fmt::arg("y", ctx.out[0]),
+      fmt::arg("OHW", HW), fmt::arg("OW", g.OW), fmt::arg("bias", bias),
+      fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
+}
+
+std::string lower_dwconv_stride2(LoweringContext& ctx, const ConvGeometry& c) {
+  const Node& node = ctx.node;
+  const Window& g = c.win;
+  const int64_t HW = g.OH * g.OW;
+  const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
+  ctx.epilogue_applied = true;
+  // Column stride 2: split each padded plane by column parity once, then every tap
+  // is a contiguous row multiply-add (no gathers); rows are picked by index.
+  int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+  int64_t Wq = (Wp + 1) / 2 + ((g.KW - 1) * g.DW) / 2 + 1;
+  int64_t plane = (Hp * Wq + 15) / 16 * 16;
+  ctx.headers.insert("f32_dwconv2d.h");
+  ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s2_polyphase_{}", g.KH, g.KW, shape_str(node.outputs[0]->shape));
+  return fmt::format(
+      "  float* xe = {scratch};\n"
+      "  float* xo = {scratch} + {plane};\n"
+      "  for (int64_t i = 0; i < 2 * {plane} + 16; ++i) xe[i] = 0.0f;\n"
+      "  for (int64_t n = 0; n < {N}; ++n)\n"
+      "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
+      "      float* plane_out = {y} + (n * {OC} + oc) * {OHW};\n"
+      "      f32_split_plane_by_column_parity(xe, xo, {x} + (n * {C} + oc) * {HW}, {H}, {W}, {Wq}, {PH}, {PW});\n"
+      "      f32_dwconv2d_stride2_rows(plane_out, xe, xo, {w} + oc * {KK}, {OH}, {OW}, {Wq}, {KH}, {KW}, {SH}, {DH}, {DW});\n"
+      "      for (int64_t j = 0; j < {OHW}; ++j) {{\n"
+      "        float v = plane_out[j]{bias};\n"
+      "{ep}"
+      "        plane_out[j] = v;\n"
+      "      }}\n"
+      "    }}\n",
+      fmt::arg("scratch", ctx.scratch), fmt::arg("plane", plane), fmt::arg("N", g.N), fmt::arg("OC", c.OC),
+      fmt::arg("y", ctx.out[0]), fmt::arg("OHW", HW), fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C),
+      fmt::arg("HW", g.H * g.W), fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Wq", Wq), fmt::arg("PH", g.PH),
+      fmt::arg("PW", g.PW), fmt::arg("w", ctx.in[1]), fmt::arg("KK", g.KH * g.KW), fmt::arg("OH", g.OH),
+      fmt::arg("OW", g.OW), fmt::arg("KH", g.KH), fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("DH", g.DH),
+      fmt::arg("DW", g.DW), fmt::arg("bias", bias), fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + j", c.OC, HW))));
+}
+
+std::string lower_dwconv_plane(LoweringContext& ctx, const ConvGeometry& c) {
+  const Node& node = ctx.node;
+  const Window& g = c.win;
+  const int64_t HW = g.OH * g.OW;
+  const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
+  ctx.epilogue_applied = true;
+  // Depthwise: one plane per channel, vectorized over output columns; the
+  // epilogue then sweeps the plane while it is in cache.
+  bool avx512 = (ctx.target_features & INGOT_FEATURE_AVX512F) != 0;
+  std::string kernel = avx512 ? "f32_dwconv2d_plane_avx512" : "f32_dwconv2d_plane_portable";
+  ctx.headers.insert("f32_dwconv2d.h");
+  ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s{}_{}_{}", g.KH, g.KW, g.SW, avx512 ? "avx512" : "portable",
+                                shape_str(node.outputs[0]->shape));
+  return fmt::format(
+      "  for (int64_t n = 0; n < {N}; ++n)\n"
+      "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
+      "      float* plane = {y} + (n * {OC} + oc) * {OHW};\n"
+      "      {kernel}(plane, {x} + (n * {C} + oc) * {HW}, {w} + oc * {KK}, {H}, {W}, {OH}, {OW}, {KH}, {KW}, {SH}, {SW}, {PH}, {PW}, {DH}, {DW});\n"
+      "      for (int64_t j = 0; j < {OHW}; ++j) {{\n"
+      "        float v = plane[j]{bias};\n"
+      "{ep}"
+      "        plane[j] = v;\n"
+      "      }}\n"
+      "    }}\n",
+      fmt::arg("N", g.N), fmt::arg("OC", c.OC), fmt::arg("y", ctx.out[0]), fmt::arg("OHW", HW), fmt::arg("kernel", kernel),
+      fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C), fmt::arg("HW", g.H * g.W), fmt::arg("w", ctx.in[1]),
+      fmt::arg("KK", g.KH * g.KW), fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("OH", g.OH), fmt::arg("OW", g.OW),
+      fmt::arg("KH", g.KH), fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("SW", g.SW), fmt::arg("PH", g.PH),
+      fmt::arg("PW", g.PW), fmt::arg("DH", g.DH), fmt::arg("DW", g.DW), fmt::arg("bias", bias),
+      fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + j", c.OC, HW))));
+}
+
+}  // namespace ingot::ops

@@ -1,0 +1,71 @@
+// Conv internals shared by its op entry (conv_ops.cc: geometry, shape rule, reference,
+// strategy choice, scratch) and its lowerings (conv_lowering.cc: one function per
+// strategy). Only the op table's family files include this.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/ops/op_table.h"
+#include "compiler/ops/window.h"
+
+namespace ingot::ops {
+
+struct ConvGeometry {
+  Window win;
+  int64_t OC = 0, G = 1, ICG = 0, OCG = 0;
+};
+ConvGeometry conv_geometry(const Node& node);
+
+// Winograd output tile size m (2 or 4), 0 when the weights are plain.
+int64_t winograd_m(const Node& node);
+// Nonzero: a pointwise convolution whose weights are W^T in panels of this width.
+int64_t transposed_panel_width(const Node& node);
+// Row width of zero-padded planes for the stride-1 shifted kernels (see conv_ops.cc).
+int64_t shared_pad_width(const Window& g);
+
+// Winograd F(m x m, 3x3) working set: the padded input planes (tile grid rounded up,
+// one row and column of halo each side) split into m column phases, and per block of
+// TB tiles the alpha^2 transformed input matrices V[xi][IC][TB], the alpha^2 GEMM
+// results M[xi][OC][TB] and m output rows.
+struct WinogradPlan {
+  int64_t m, alpha, TH, TW, T, Hp, Wq, TB, TBp;  // TBp: row stride of V and M (TB + spare)
+  int64_t xp_floats, v_floats, m_floats, row, row_floats;
+};
+WinogradPlan winograd_plan(const Node& node, const ConvGeometry& c);
+
+// How one Conv node is computed. The choose_strategies pass picks it once from the node
+// and the target and records its name as the node's `strategy` attribute; the lowering
+// and the scratch size both read that value, so they can never disagree.
+enum class ConvStrategy {
+  kWinograd,             // 3x3 stride 1, weights transformed at compile time
+  kTransposedPointwise,  // 1x1 over few pixels: pixels as tile rows, W^T panels
+  kGemm,                 // 1x1 stride 1 unpadded: the input is B, per group
+  kShiftedGemm,          // stride 1, AVX-512: taps as shifts of padded planes, per group
+  kIm2colGemm,           // everything else with a GEMM form: im2col panels, per group
+  kDepthwiseShifted,     // depthwise stride 1: taps as shifts of one padded plane
+  kDepthwiseStride2,     // depthwise column stride 2: column-parity planes
+  kDepthwisePlane,       // depthwise, any other stride: row-vectorized plane kernel
+};
+const char* conv_strategy_name(ConvStrategy s);
+// The strategy for |node| on |target|.
+ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target);
+// The recorded strategy (attribute `strategy`); a node that never went through the
+// pass (a unit test's hand-built graph) gets the choice for a portable target.
+ConvStrategy conv_strategy(const Node& node);
+// Scratch floats |strategy| needs for |node|: what its lowering lays out, no more.
+int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy);
+
+// The widest GEMM tile of any target: im2col panels are sized for it.
+constexpr int64_t kMaxTileColumns = 48;
+
+// One lowering per strategy; each sets ctx.kernel_name and applies the epilogue.
+std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c);
+std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeometry& c);
+std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im2col);
+std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c);
+std::string lower_dwconv_shifted(LoweringContext& ctx, const ConvGeometry& c);
+std::string lower_dwconv_stride2(LoweringContext& ctx, const ConvGeometry& c);
+std::string lower_dwconv_plane(LoweringContext& ctx, const ConvGeometry& c);
+
+}  // namespace ingot::ops

@@ -1,0 +1,18 @@
+#include "compiler/ops/conv_ops.h"
+#include "compiler/passes/passes.h"
+
+namespace ingot::passes {
+
+// Every Conv gets its strategy here, once, from the node and the target; lowering and
+// scratch sizing read the recorded `strategy` attribute, and dumps and `inspect` show
+// it. Runs after every pass that changes a Conv's weights or shape.
+void choose_strategies(Graph& graph, const ops::TargetTraits& target) {
+  for (auto& owned : graph.nodes()) {
+    Node& node = *owned;
+    if (node.op_type != "Conv") continue;
+    node.attrs.erase("strategy");  // a graph compiled again, for another target
+    node.attrs["strategy"] = std::string(ops::conv_strategy_name(ops::choose_conv_strategy(node, target)));
+  }
+}
+
+}  // namespace ingot::passes
