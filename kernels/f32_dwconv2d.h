@@ -141,16 +141,36 @@ INGOT_INLINE void f32_dwconv2d_plane_portable(float* INGOT_RESTRICT y, const flo
 INGOT_INLINE void f32_dwconv2d_shifted_plane(float* INGOT_RESTRICT yp, const float* INGOT_RESTRICT xp,
                                              const float* INGOT_RESTRICT w, ingot_index_t OH, ingot_index_t Wp, ingot_index_t KH,
                                              ingot_index_t KW, ingot_index_t DH, ingot_index_t DW) {
-  /* All taps accumulate in registers per output vector: one store per output instead
-   * of a load and a store per tap. */
   /* Rounded up to whole 16-float vectors so no scalar remainder loop runs: the extra
    * outputs are junk like the padded columns, and the caller's buffers have room. */
   const ingot_index_t n = (OH * Wp + 15) / 16 * 16;
-  for (ingot_index_t i = 0; i < n; ++i) {
-    float acc = 0.0f;
+  /* Taps outer, a fixed block of outputs inner: the block's accumulators stay in
+   * registers across every tap (one store per output) and the inner loop has a literal
+   * trip count, so it vectorizes for any kernel size; with the taps innermost GCC only
+   * vectorized kernels small enough to unroll completely (3x3), and 5x5 or 7x7 ran
+   * scalar. Blocks of 64, then of 16 for the rest. */
+  ingot_index_t i0 = 0;
+  for (; i0 + 64 <= n; i0 += 64) {
+    float acc[64];
+    for (int j = 0; j < 64; ++j) acc[j] = 0.0f;
     for (ingot_index_t kh = 0; kh < KH; ++kh)
-      for (ingot_index_t kw = 0; kw < KW; ++kw) acc += w[kh * KW + kw] * xp[i + kh * DH * Wp + kw * DW];
-    yp[i] = acc;
+      for (ingot_index_t kw = 0; kw < KW; ++kw) {
+        const float wv = w[kh * KW + kw];
+        const float* INGOT_RESTRICT src = xp + i0 + kh * DH * Wp + kw * DW;
+        for (int j = 0; j < 64; ++j) acc[j] += wv * src[j];
+      }
+    for (int j = 0; j < 64; ++j) yp[i0 + j] = acc[j];
+  }
+  for (; i0 < n; i0 += 16) {
+    float acc[16];
+    for (int j = 0; j < 16; ++j) acc[j] = 0.0f;
+    for (ingot_index_t kh = 0; kh < KH; ++kh)
+      for (ingot_index_t kw = 0; kw < KW; ++kw) {
+        const float wv = w[kh * KW + kw];
+        const float* INGOT_RESTRICT src = xp + i0 + kh * DH * Wp + kw * DW;
+        for (int j = 0; j < 16; ++j) acc[j] += wv * src[j];
+      }
+    for (int j = 0; j < 16; ++j) yp[i0 + j] = acc[j];
   }
 }
 
@@ -192,19 +212,34 @@ INGOT_INLINE void f32_dwconv2d_stride2_rows(float* INGOT_RESTRICT y, const float
                                             const float* INGOT_RESTRICT xo, const float* INGOT_RESTRICT w,
                                             ingot_index_t OH, ingot_index_t OW, ingot_index_t Wq, ingot_index_t KH, ingot_index_t KW, ingot_index_t SH,
                                             ingot_index_t DH, ingot_index_t DW) {
-  for (ingot_index_t oh = 0; oh < OH; ++oh) {
-    float* INGOT_RESTRICT yr = y + oh * OW;
-    for (ingot_index_t ow = 0; ow < OW; ++ow) {
-      float acc = 0.0f;
-      for (ingot_index_t kh = 0; kh < KH; ++kh) {
-        const ingot_index_t row = (oh * SH + kh * DH) * Wq;
+  /* Taps outer, a fixed block of 16 columns of up to 4 rows inner: the accumulators stay
+   * in registers across every tap, the inner loop vectorizes for any kernel size (taps
+   * innermost only vectorized when GCC could unroll them completely), and the 4 rows
+   * are independent FMA chains. A block reads up to 15 floats past the row's last
+   * output column (the caller's planes have that room) and stores only real columns. */
+  ingot_index_t oh = 0;
+  for (; oh < OH; oh += 4) {
+    const ingot_index_t rows = OH - oh < 4 ? OH - oh : 4;
+    for (ingot_index_t ow0 = 0; ow0 < OW; ow0 += 16) {
+      float acc[4][16];
+      for (int r = 0; r < 4; ++r)
+        for (int j = 0; j < 16; ++j) acc[r][j] = 0.0f;
+      for (ingot_index_t kh = 0; kh < KH; ++kh)
         for (ingot_index_t kw = 0; kw < KW; ++kw) {
+          const float wv = w[kh * KW + kw];
           const ingot_index_t col = kw * DW;
-          const float* INGOT_RESTRICT src = ((col & 1) ? xo : xe) + row + (col >> 1);
-          acc += w[kh * KW + kw] * src[ow];
+          const float* INGOT_RESTRICT base = ((col & 1) ? xo : xe) + (oh * SH + kh * DH) * Wq + (col >> 1) + ow0;
+          if (rows == 4) {
+            for (int r = 0; r < 4; ++r)
+              for (int j = 0; j < 16; ++j) acc[r][j] += wv * base[r * SH * Wq + j];
+          } else {
+            for (ingot_index_t r = 0; r < rows; ++r)
+              for (int j = 0; j < 16; ++j) acc[r][j] += wv * base[r * SH * Wq + j];
+          }
         }
-      }
-      yr[ow] = acc;
+      const ingot_index_t cols = OW - ow0 < 16 ? OW - ow0 : 16;
+      for (ingot_index_t r = 0; r < rows; ++r)
+        for (ingot_index_t j = 0; j < cols; ++j) y[(oh + r) * OW + ow0 + j] = acc[r][j];
     }
   }
 }
