@@ -1,12 +1,17 @@
 // Recurrent ops: RNN, GRU and LSTM, all directions and both layouts, with optional
 // bias, initial states, per-batch sequence lengths and (LSTM) peepholes. The shape
-// rule, reference and lowering share one geometry helper; the lowering walks the
-// time steps one batch row at a time with the states in planned scratch memory.
+// rule, reference and lowering share one geometry helper. The lowering computes the
+// input projections of all time steps as one GEMM on the target's tiles, then walks
+// the steps with the recurrent product on R packed in blocks of 16 hidden units and
+// the gate math of each block applied right after its product.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
+#include "compiler/ops/gemm_lowering.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/window.h"
+#include "ingot/abi.h"
 
 namespace ingot::ops {
 
@@ -29,6 +34,9 @@ struct RnnGeometry {
   float clip = 0;                             // 0: none
   bool input_forget = false;                  // LSTM: forget gate = 1 - input gate
   bool linear_before_reset = false;           // GRU
+  // Stored forms (pack_weights): W^T in GEMM panels [D, ceil(G / w), I, w] and R in
+  // blocks [D, ceil(H / 16), H, gates, 16]; 0 when W / R are plain.
+  int64_t w_panel = 0, r_block = 0;
   bool reverse(int64_t d) const { return direction == "reverse" || (direction == "bidirectional" && d == 1); }
 };
 
@@ -61,16 +69,21 @@ RnnGeometry rnn_geometry(const Node& node) {
   if (g.direction != "forward" && g.direction != "reverse" && g.direction != "bidirectional")
     fail("{}: unknown direction '{}'", node.describe(), g.direction);
   g.D = g.direction == "bidirectional" ? 2 : 1;
-  g.H = node.attr_int("hidden_size", w.size() == 3 ? w[1] / g.gates : 0);
+  g.w_panel = node.attr_int("w_panel_width", 0);
+  g.r_block = node.attr_int("r_block_width", 0);
+  if (g.w_panel < 0 || (g.r_block != 0 && g.r_block != 16))
+    fail("{}: unexpected packed weight widths {} and {}", node.describe(), g.w_panel, g.r_block);
+  g.H = node.attr_int("hidden_size", w.size() == 3 && !g.w_panel ? w[1] / g.gates : 0);
   if (g.H <= 0) fail("{}: hidden_size must be positive", node.describe());
   checked_mul(2 * g.gates, g.H, node, "hidden_size times gates");  // the shapes below multiply them
+  int64_t G = g.gates * g.H;
   auto expect = [&](size_t i, const Shape& want) {
     const Value* v = node.input(i);
     if (v && v->shape != want)
       fail("{}: input {} has shape {}, expected {}", node.describe(), i, shape_str(v->shape), shape_str(want));
   };
-  expect(1, {g.D, g.gates * g.H, g.I});
-  expect(2, {g.D, g.gates * g.H, g.H});
+  expect(1, g.w_panel ? Shape{g.D, (G + g.w_panel - 1) / g.w_panel, g.I, g.w_panel} : Shape{g.D, G, g.I});
+  expect(2, g.r_block ? Shape{g.D, (g.H + 15) / 16, g.H, g.gates, 16} : Shape{g.D, G, g.H});
   expect(3, {g.D, 2 * g.gates * g.H});
   expect(4, {g.B});
   Shape state = g.batch_major ? Shape{g.B, g.D, g.H} : Shape{g.D, g.B, g.H};
@@ -201,12 +214,41 @@ int64_t state_offset(const RnnGeometry& g, int64_t d, int64_t b) {
   return (g.batch_major ? b * g.D + d : d * g.B + b) * g.H;
 }
 
+// W [D, G, I] and R [D, G, H] in their ONNX layouts, unpacked from the stored forms.
+std::vector<float> plain_w(const RnnGeometry& g, const Tensor& t) {
+  int64_t G = g.gates * g.H;
+  const float* src = t.data<float>();
+  if (!g.w_panel) return std::vector<float>(src, src + g.D * G * g.I);
+  std::vector<float> w(g.D * G * g.I);
+  int64_t panels = (G + g.w_panel - 1) / g.w_panel;
+  for (int64_t d = 0; d < g.D; ++d)
+    for (int64_t n = 0; n < G; ++n)
+      for (int64_t k = 0; k < g.I; ++k)
+        w[(d * G + n) * g.I + k] = src[((d * panels + n / g.w_panel) * g.I + k) * g.w_panel + n % g.w_panel];
+  return w;
+}
+std::vector<float> plain_r(const RnnGeometry& g, const Tensor& t) {
+  int64_t G = g.gates * g.H;
+  const float* src = t.data<float>();
+  if (!g.r_block) return std::vector<float>(src, src + g.D * G * g.H);
+  std::vector<float> r(g.D * G * g.H);
+  int64_t blocks = (g.H + 15) / 16;
+  for (int64_t d = 0; d < g.D; ++d)
+    for (int64_t gate = 0; gate < g.gates; ++gate)
+      for (int64_t j = 0; j < g.H; ++j)
+        for (int64_t k = 0; k < g.H; ++k)
+          r[((d * g.gates + gate) * g.H + j) * g.H + k] =
+              src[(((d * blocks + j / 16) * g.H + k) * g.gates + gate) * 16 + j % 16];
+  return r;
+}
+
 void reference_rnn(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
   RnnGeometry g = rnn_geometry(node);
   auto input = [&](size_t i) -> const Tensor* { return i < in.size() ? in[i] : nullptr; };
   const float* X = in[0]->data<float>();
-  const float* W = in[1]->data<float>();
-  const float* R = in[2]->data<float>();
+  const std::vector<float> w_plain = plain_w(g, *in[1]), r_plain = plain_r(g, *in[2]);
+  const float* W = w_plain.data();
+  const float* R = r_plain.data();
   const Tensor* Bt = input(3);
   const Tensor* lens = input(4);
   const Tensor* h0 = input(5);
@@ -285,20 +327,78 @@ void reference_rnn(const Node& node, const std::vector<const Tensor*>& in, std::
   }
 }
 
-// Scratch: h, c, the next h, the gate pre-activations and GRU's r * h.
+// Scratch layout in floats, shared by scratch_bytes and the lowering: the input
+// projections of every step (one direction at a time), W and R packed at run time
+// when they are not constants, the folded biases, and the states.
+struct RnnScratch {
+  int64_t xw = 0, w_panels = 0, r_blocks = 0, bias = 0, rbias = 0, h = 0, hn = 0, c = 0, z = 0, rhv = 0, total = 0;
+};
+
+// W packed at run time goes into panels of the target's tile width, which the planner
+// does not know: room for the widest padding any tile needs.
+int64_t max_panel_columns(int64_t n) {
+  int64_t cols = 0;
+  for (const GemmTile& t : {gemm_tile_for(INGOT_FEATURE_AVX512F), gemm_tile_for(INGOT_FEATURE_AVX2 | INGOT_FEATURE_FMA),
+                            gemm_tile_for(0), gemm_tile_for(0, INGOT_ARCH_ARM_CORTEX_M)})
+    cols = std::max(cols, (n + t.nr - 1) / t.nr * t.nr);
+  return cols;
+}
+
+RnnScratch rnn_scratch(const RnnGeometry& g) {
+  RnnScratch s;
+  int64_t G = g.gates * g.H, at = 0;
+  auto take = [&](int64_t n) {  // 64-byte aligned regions
+    int64_t o = at;
+    at += (n + 15) / 16 * 16;
+    return o;
+  };
+  s.xw = take(g.S * g.B * G);
+  s.w_panels = take(g.w_panel ? 0 : max_panel_columns(G) * g.I);
+  s.r_blocks = take(g.r_block ? 0 : (g.H + 15) / 16 * g.H * g.gates * 16);
+  s.bias = take(G);
+  s.rbias = take(g.H);
+  for (int64_t* state : {&s.h, &s.hn, &s.c, &s.z, &s.rhv}) *state = take(g.B * g.H);
+  s.total = at;
+  return s;
+}
+
 uint64_t rnn_scratch_bytes(const Node& node) {
-  RnnGeometry g = rnn_geometry(node);
-  return static_cast<uint64_t>(4 * g.H + g.gates * g.H) * sizeof(float);
+  return static_cast<uint64_t>(rnn_scratch(rnn_geometry(node)).total) * sizeof(float);
+}
+
+// The recurrent kernel of the target, and how many batch rows one call takes for `ng`
+// gates: as many as keep its accumulators in registers (rows * ng <= 8: `pre` holds
+// 8 x 16 floats).
+struct BlockKernel {
+  std::string name;
+  int64_t rows_for(int64_t ng) const { return std::max<int64_t>(1, std::min<int64_t>(4, per_call / ng)); }
+  int64_t per_call;
+};
+
+BlockKernel block_kernel_for(uint32_t features, uint32_t arch) {
+  if (arch != INGOT_ARCH_ARM_CORTEX_M && (features & INGOT_FEATURE_AVX512F)) return {"f32_rnn_block_avx512", 8};
+  if (arch != INGOT_ARCH_ARM_CORTEX_M && (features & INGOT_FEATURE_AVX2) && (features & INGOT_FEATURE_FMA))
+    return {"f32_rnn_block_avx2", 6};
+  return {"f32_rnn_block_portable", 8};
 }
 
 std::string lower_rnn(LoweringContext& ctx) {
   const Node& node = ctx.node;
   RnnGeometry g = rnn_geometry(node);
-  int64_t G = g.gates * g.H;
+  RnnScratch sc = rnn_scratch(g);
+  const int64_t G = g.gates * g.H, H = g.H, nb = (g.H + 15) / 16;
   auto in = [&](size_t i) { return i < ctx.in.size() ? ctx.in[i] : std::string(); };
-  std::string Wb = in(3), lens = in(4), h0 = in(5), c0 = g.cell == Cell::Lstm ? in(6) : "",
-              P = g.cell == Cell::Lstm ? in(7) : "";
+  std::string X = ctx.in[0], W = ctx.in[1], R = ctx.in[2], Wb = in(3), lens = in(4), h0 = in(5),
+              c0 = g.cell == Cell::Lstm ? in(6) : "", P = g.cell == Cell::Lstm ? in(7) : "";
+  std::string Y = node.outputs.size() > 0 ? ctx.out[0] : "";
+  GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+  BlockKernel kernel = block_kernel_for(ctx.target_features, ctx.target_arch);
+  if (g.w_panel && g.w_panel != tile.nr)
+    fail("{}: W packed in {}-column panels, but this target's tile is {} wide", node.describe(), g.w_panel, tile.nr);
+  const int64_t wp = g.w_panel ? g.w_panel : tile.nr, w_dir = (G + wp - 1) / wp * g.I * wp;
+  const bool gru_lbr = g.cell == Cell::Gru && g.linear_before_reset;
   ctx.headers.insert("f32_recurrent.h");
+  ctx.headers.insert("f32_gemm_tile.h");
   ctx.kernel_name = fmt::format("f32_{}_{}_s{}_b{}_i{}_h{}{}",
                                 node.op_type == "LSTM"  ? "lstm"
                                 : node.op_type == "GRU" ? "gru"
@@ -309,98 +409,213 @@ std::string lower_rnn(LoweringContext& ctx) {
   };
   std::string s;
   s += fmt::format(
-      "  float* h = {sc};\n"
-      "  float* c = h + {H};\n"
-      "  float* hn = c + {H};\n"
-      "  float* rhv = hn + {H};\n"
-      "  float* gate = rhv + {H};\n"
-      "  (void)c; (void)rhv;\n",
-      fmt::arg("sc", ctx.scratch), fmt::arg("H", g.H));
+      "  float* const xw = {sc} + {xw};\n"
+      "  float* const bias = {sc} + {bias};\n"
+      "  float* const rbias = {sc} + {rbias};\n"
+      "  float* h = {sc} + {h};\n"
+      "  float* hn = {sc} + {hn};\n"
+      "  float* const c = {sc} + {c};\n"
+      "  float* const zb = {sc} + {z};\n"
+      "  float* const rhv = {sc} + {rhv};\n"
+      "  float pre[{pre}];\n"
+      "  int64_t len[{B}];\n"
+      "  int64_t steps = 0;\n"
+      "  (void)bias; (void)rbias; (void)c; (void)zb; (void)rhv;\n",
+      fmt::arg("sc", ctx.scratch), fmt::arg("xw", sc.xw), fmt::arg("bias", sc.bias), fmt::arg("rbias", sc.rbias),
+      fmt::arg("h", sc.h), fmt::arg("hn", sc.hn), fmt::arg("c", sc.c), fmt::arg("z", sc.z), fmt::arg("rhv", sc.rhv),
+      fmt::arg("pre", 8 * 16), fmt::arg("B", g.B));
+  s += lens.empty() ? fmt::format("  for (int64_t b = 0; b < {}; ++b) len[b] = {};\n", g.B, g.S)
+                    : fmt::format("  for (int64_t b = 0; b < {B}; ++b) {{\n"
+                                  "    const int64_t l = (int64_t){lens}[b];\n"
+                                  "    len[b] = l < 0 ? 0 : (l > {S} ? {S} : l);\n"
+                                  "  }}\n",
+                                  fmt::arg("B", g.B), fmt::arg("lens", lens), fmt::arg("S", g.S));
+  s += fmt::format("  for (int64_t b = 0; b < {}; ++b) steps = len[b] > steps ? len[b] : steps;\n", g.B);
   // Steps past a row's sequence length leave zeros in Y.
-  if (!lens.empty() && node.outputs.size() > 0)
-    s += fmt::format("  for (int64_t i = 0; i < {}; ++i) {}[i] = 0.0f;\n", node.outputs[0]->numel(), ctx.out[0]);
+  if (!lens.empty() && !Y.empty())
+    s += fmt::format("  for (int64_t i = 0; i < {}; ++i) {}[i] = 0.0f;\n", node.outputs[0]->numel(), Y);
+
   for (int64_t d = 0; d < g.D; ++d) {
     const auto& act = g.acts[d];
-    std::string state_off =
-        g.batch_major ? fmt::format("(b * {} + {}) * {}", g.D, d, g.H) : fmt::format("({} * {} + b) * {}", d, g.B, g.H);
-    std::string x_off =
-        g.batch_major ? fmt::format("(b * {} + t) * {}", g.S, g.I) : fmt::format("(t * {} + b) * {}", g.B, g.I);
-    std::string y_off = g.batch_major ? fmt::format("((b * {} + t) * {} + {}) * {}", g.S, g.D, d, g.H)
-                                      : fmt::format("((t * {} + {}) * {} + b) * {}", g.D, d, g.B, g.H);
-    std::string wb = Wb.empty() ? "0.0f" : fmt::format("{}[{} + r]", Wb, d * 2 * G);
-    std::string rb = Wb.empty() ? "0.0f" : fmt::format("{}[{} + r]", Wb, d * 2 * G + G);
-    // R row r times vector v, plus R's bias: a C expression evaluated inside a loop over r.
-    auto rdot = [&](const std::string& v) {
-      return fmt::format("({rb} + f32_dot_portable({R} + ({off} + r) * {H}, {v}, {H}))", fmt::arg("rb", rb),
-                         fmt::arg("R", ctx.in[2]), fmt::arg("off", d * G), fmt::arg("H", g.H), fmt::arg("v", v));
-    };
-    s += fmt::format("  for (int64_t b = 0; b < {}; ++b) {{\n", g.B);
-    s += fmt::format("    for (int64_t j = 0; j < {H}; ++j) {{ h[j] = {h0}; c[j] = {c0}; }}\n", fmt::arg("H", g.H),
+    s += fmt::format("  {{ /* direction {} */\n", d);
+    // Input projections of all steps: xw[S * B, G] = X W^T (+ biases), rows in X's order.
+    if (g.w_panel) {
+      s += fmt::format("  const float* const wp = {} + {};\n", W, d * w_dir);
+    } else {
+      s += fmt::format("  float* const wp = {} + {};\n", ctx.scratch, sc.w_panels);
+      s += fmt::format("  f32_rnn_pack_w_panels(wp, {} + {}, {}, {}, {});\n", W, d * G * g.I, G, g.I, wp);
+    }
+    if (!Wb.empty()) {
+      // Wb + Rb fold into the projection, except GRU's h-gate Rb with
+      // linear_before_reset, which the reset gate multiplies.
+      s += fmt::format("  for (int64_t i = 0; i < {G}; ++i) bias[i] = {b}[{o} + i] + {b}[{o} + {G} + i];\n",
+                       fmt::arg("G", G), fmt::arg("b", Wb), fmt::arg("o", d * 2 * G));
+      if (gru_lbr)
+        s += fmt::format(
+            "  for (int64_t j = 0; j < {H}; ++j) {{ bias[{H2} + j] = {b}[{o} + j]; rbias[j] = {b}[{o} + {G} + j]; }}\n",
+            fmt::arg("H", H), fmt::arg("H2", 2 * H), fmt::arg("b", Wb), fmt::arg("o", d * 2 * G + 2 * H),
+            fmt::arg("G", G));
+    }
+    GemmLoops loops;
+    loops.c = "xw";
+    loops.ldc = G;
+    loops.a = X;
+    loops.lda = g.I;
+    loops.b = "wp";
+    loops.b_in_panels = true;
+    loops.M = g.S * g.B;
+    loops.N = G;
+    loops.K = g.I;
+    if (!Wb.empty())
+      loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+        return fmt::format(
+            "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
+            "        float* row = xw + (({m0}) + r) * {G} + ({n0});\n"
+            "        for (int64_t j = 0; j < {nr}; ++j) row[j] += bias[({n0}) + j];\n"
+            "      }}\n",
+            fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("G", G), fmt::arg("n0", n0), fmt::arg("nr", nr));
+      };
+    s += emit_gemm_loops(loops, tile);
+
+    // R in blocks of 16 hidden units.
+    if (g.r_block) {
+      s += fmt::format("  const float* const rp = {} + {};\n", R, d * nb * H * g.gates * 16);
+    } else {
+      s += fmt::format("  float* const rp = {} + {};\n", ctx.scratch, sc.r_blocks);
+      s += fmt::format("  f32_rnn_pack_r(rp, {} + {}, {}, {});\n", R, d * G * H, H, g.gates);
+    }
+    std::string state_off = g.batch_major ? fmt::format("(b * {} + {}) * {}", g.D, d, H)
+                                          : fmt::format("({} * {} + b) * {}", d, g.B, H);
+    s += fmt::format("  for (int64_t b = 0; b < {B}; ++b)\n"
+                     "    for (int64_t j = 0; j < {H}; ++j) {{\n"
+                     "      h[b * {H} + j] = {h0};\n"
+                     "      c[b * {H} + j] = {c0};\n"
+                     "      rhv[b * {H} + j] = 0.0f;\n"
+                     "    }}\n",
+                     fmt::arg("B", g.B), fmt::arg("H", H),
                      fmt::arg("h0", h0.empty() ? "0.0f" : fmt::format("{}[{} + j]", h0, state_off)),
                      fmt::arg("c0", c0.empty() ? "0.0f" : fmt::format("{}[{} + j]", c0, state_off)));
-    s += lens.empty()
-             ? fmt::format("    const int64_t len = {};\n", g.S)
-             : fmt::format("    int64_t len = (int64_t){}[b];\n    len = len < 0 ? 0 : (len > {} ? {} : len);\n", lens,
-                           g.S, g.S);
-    s += "    for (int64_t step = 0; step < len; ++step) {\n";
-    s += fmt::format("      const int64_t t = {};\n", g.reverse(d) ? "len - 1 - step" : "step");
-    s += fmt::format("      const float* x = {} + {};\n", ctx.in[0], x_off);
-    s += fmt::format(
-        "      for (int64_t r = 0; r < {G}; ++r) gate[r] = {wb} + f32_dot_portable({W} + ({off} + r) * {I}, x, {I});\n",
-        fmt::arg("G", G), fmt::arg("wb", wb), fmt::arg("W", ctx.in[1]), fmt::arg("off", d * G), fmt::arg("I", g.I));
+    s += "  for (int64_t step = 0; step < steps; ++step) {\n";
+
+    std::string x_row = g.batch_major ? fmt::format("b * {} + t", g.S) : fmt::format("t * {} + b", g.B);
+    std::string y_off = g.batch_major ? fmt::format("((b * {} + t) * {} + {}) * {}", g.S, g.D, d, H)
+                                      : fmt::format("((t * {} + {}) * {} + b) * {}", g.D, d, g.B, H);
+    // One pass over the hidden blocks: the product of gates [goff, goff + ng) with the
+    // rows of `vec`, then for each row `lanes` (gate math into local arrays, lanes
+    // l < nl of hidden unit j = jb + l) and `store` (locals out to the states).
+    // Rows whose sequence has ended keep their state (`idle`).
+    auto blocks = [&](int64_t ng, int64_t goff, const std::string& vec, const std::string& lanes,
+                      const std::string& store, bool idle_copies) {
+      const int64_t rb = kernel.rows_for(ng);
+      auto rows = [&](const std::string& b0, int64_t nrows, int64_t nl) {
+        std::string r = fmt::format(
+            "      {k}(pre, rp + jb * {hg} + {go}, {ldk}, {vec} + ({b0}) * {H}, {H}, {H}, {rows}, {ng});\n",
+            fmt::arg("k", kernel.name), fmt::arg("hg", H * g.gates), fmt::arg("go", goff * 16),
+            fmt::arg("ldk", g.gates * 16), fmt::arg("vec", vec), fmt::arg("b0", b0), fmt::arg("H", H),
+            fmt::arg("rows", nrows), fmt::arg("ng", ng));
+        r += fmt::format("      for (int64_t r = 0; r < {}; ++r) {{\n", nrows);
+        r += fmt::format("        const int64_t b = ({}) + r;\n", b0);
+        r += fmt::format("        const float* const p = pre + r * {};\n", ng * 16);
+        r += "        if (step >= len[b]) {\n";
+        if (idle_copies) r += fmt::format("          for (int64_t l = 0; l < {}; ++l) hn[b * {} + jb + l] = h[b * {} + jb + l];\n", nl, H, H);
+        r += "          continue;\n        }\n";
+        r += fmt::format("        const int64_t t = {};\n", g.reverse(d) ? "len[b] - 1 - step" : "step");
+        r += fmt::format("        const float* const xr = xw + ({}) * {};\n", x_row, G);
+        r += "        (void)t; (void)p; (void)xr;\n";
+        r += fmt::format("        for (int64_t l = 0; l < {}; ++l) {{\n          const int64_t j = jb + l;\n", nl);
+        r += lanes;
+        r += "        }\n";
+        r += fmt::format("        for (int64_t l = 0; l < {}; ++l) {{\n          const int64_t j = jb + l;\n", nl);
+        r += store;
+        r += "        }\n      }\n";
+        return r;
+      };
+      auto block = [&](int64_t nl) {
+        std::string r;
+        int64_t full = g.B / rb * rb;
+        if (full > 0) {
+          r += fmt::format("    for (int64_t b0 = 0; b0 < {}; b0 += {}) {{\n", full, rb);
+          r += rows("b0", rb, nl);
+          r += "    }\n";
+        }
+        if (g.B > full) r += "    {\n" + rows(std::to_string(full), g.B - full, nl) + "    }\n";
+        return r;
+      };
+      std::string r;
+      if (H / 16 > 0) r += fmt::format("    for (int64_t jb = 0; jb < {}; jb += 16) {{\n", H / 16 * 16) + block(16) + "    }\n";
+      if (H % 16) r += fmt::format("    {{\n    const int64_t jb = {};\n", H / 16 * 16) + block(H % 16) + "    }\n";
+      return r;
+    };
+    auto xg = [&](int64_t gate) { return fmt::format("xr[{} + j]", gate * H); };
+    auto pg = [&](int64_t gate) { return fmt::format("p[{} + l]", gate * 16); };
+    std::string store_h =
+        fmt::format("          hn[b * {H} + j] = hv[l];\n", fmt::arg("H", H)) +
+        (Y.empty() ? "" : fmt::format("          {}[{} + j] = hv[l];\n", Y, y_off));
     if (g.cell == Cell::Rnn) {
-      s += fmt::format("      for (int64_t r = 0; r < {H}; ++r) hn[r] = {act};\n", fmt::arg("H", g.H),
-                       fmt::arg("act", activate_c(act[0], clip("gate[r] + " + rdot("h")))));
-    } else if (g.cell == Cell::Gru) {
-      // z and r gates (rows 0..2H), then the candidate (rows 2H..3H).
-      s += fmt::format("      for (int64_t r = 0; r < {H2}; ++r) gate[r] = {act};\n", fmt::arg("H2", 2 * g.H),
-                       fmt::arg("act", activate_c(act[0], clip("gate[r] + " + rdot("h")))));
-      if (g.linear_before_reset) {
-        s += fmt::format(
-            "      for (int64_t r = {H2}; r < {H3}; ++r) gate[r] = {act};\n", fmt::arg("H2", 2 * g.H),
-            fmt::arg("H3", 3 * g.H),
-            fmt::arg("act", activate_c(act[1], clip(fmt::format("gate[r] + gate[r - {}] * {}", g.H, rdot("h"))))));
-      } else {
-        s +=
-            fmt::format("      for (int64_t j = 0; j < {H}; ++j) rhv[j] = gate[{H} + j] * h[j];\n", fmt::arg("H", g.H));
-        s +=
-            fmt::format("      for (int64_t r = {H2}; r < {H3}; ++r) gate[r] = {act};\n", fmt::arg("H2", 2 * g.H),
-                        fmt::arg("H3", 3 * g.H), fmt::arg("act", activate_c(act[1], clip("gate[r] + " + rdot("rhv")))));
-      }
-      s += fmt::format(
-          "      for (int64_t j = 0; j < {H}; ++j) hn[j] = (1.0f - gate[j]) * gate[{H2} + j] + gate[j] * h[j];\n",
-          fmt::arg("H", g.H), fmt::arg("H2", 2 * g.H));
-    } else {
-      // Rows: i (0), o (H), f (2H), c (3H). Add R h to every row first.
-      s += fmt::format("      for (int64_t r = 0; r < {G}; ++r) gate[r] += {rd};\n", fmt::arg("G", G),
-                       fmt::arg("rd", rdot("h")));
-      std::string pi = P.empty() ? "" : fmt::format(" + {}[{} + j] * c[j]", P, d * 3 * g.H);
-      std::string pf = P.empty() ? "" : fmt::format(" + {}[{} + j] * c[j]", P, d * 3 * g.H + 2 * g.H);
-      std::string po = P.empty() ? "" : fmt::format(" + {}[{} + j] * cn", P, d * 3 * g.H + g.H);
-      s += fmt::format(
-          "      for (int64_t j = 0; j < {H}; ++j) {{\n"
-          "        const float i_ = {ai};\n"
-          "        const float f_ = {af};\n"
-          "        const float cn = f_ * c[j] + i_ * {ac};\n"
-          "        const float o_ = {ao};\n"
-          "        hn[j] = o_ * {ah};\n"
-          "        c[j] = cn;\n"
-          "      }}\n",
-          fmt::arg("H", g.H), fmt::arg("ai", activate_c(act[0], clip("gate[j]" + pi))),
+      s += "    float hv[16];\n";
+      s += blocks(1, 0, "h",
+                  fmt::format("          hv[l] = {};\n", activate_c(act[0], clip(xg(0) + " + " + pg(0)))), store_h,
+                  true);
+    } else if (g.cell == Cell::Lstm) {
+      // Gates i (0), o (1), f (2), c (3); peepholes P = [i, o, f].
+      auto peep = [&](int64_t k, const std::string& cell) {
+        return P.empty() ? std::string() : fmt::format(" + {}[{} + j] * {}", P, d * 3 * H + k * H, cell);
+      };
+      s += "    float hv[16], cv[16];\n";
+      std::string lanes = fmt::format(
+          "          const float cp = c[b * {H} + j];\n"
+          "          const float i_ = {ai};\n"
+          "          const float f_ = {af};\n"
+          "          const float cn = f_ * cp + i_ * {ac};\n"
+          "          const float o_ = {ao};\n"
+          "          hv[l] = o_ * {ah};\n"
+          "          cv[l] = cn;\n",
+          fmt::arg("H", H), fmt::arg("ai", activate_c(act[0], clip(xg(0) + " + " + pg(0) + peep(0, "cp")))),
           fmt::arg("af", g.input_forget ? std::string("1.0f - i_")
-                                        : activate_c(act[0], clip(fmt::format("gate[{} + j]", 2 * g.H) + pf))),
-          fmt::arg("ac", activate_c(act[1], clip(fmt::format("gate[{} + j]", 3 * g.H)))),
-          fmt::arg("ao", activate_c(act[0], clip(fmt::format("gate[{} + j]", g.H) + po))),
+                                        : activate_c(act[0], clip(xg(2) + " + " + pg(2) + peep(2, "cp")))),
+          fmt::arg("ac", activate_c(act[1], clip(xg(3) + " + " + pg(3)))),
+          fmt::arg("ao", activate_c(act[0], clip(xg(1) + " + " + pg(1) + peep(1, "cn")))),
           fmt::arg("ah", activate_c(act[2], "cn")));
+      s += blocks(4, 0, "h", lanes, store_h + fmt::format("          c[b * {} + j] = cv[l];\n", H), true);
+    } else if (gru_lbr) {
+      // Gates z (0), r (1), h (2); R h + Rb of the h gate is scaled by r.
+      s += "    float hv[16];\n";
+      std::string lanes = fmt::format(
+          "          const float z_ = {az};\n"
+          "          const float r_ = {ar};\n"
+          "          const float hh = {ah};\n"
+          "          hv[l] = (1.0f - z_) * hh + z_ * h[b * {H} + j];\n",
+          fmt::arg("H", H), fmt::arg("az", activate_c(act[0], clip(xg(0) + " + " + pg(0)))),
+          fmt::arg("ar", activate_c(act[0], clip(xg(1) + " + " + pg(1)))),
+          fmt::arg("ah", activate_c(act[1], clip(fmt::format("{} + r_ * ({}{})", xg(2), pg(2),
+                                                              Wb.empty() ? "" : " + rbias[j]")))));
+      s += blocks(3, 0, "h", lanes, store_h, true);
+    } else {
+      // GRU: z and r first (the h gate's product reads r * h of every unit), then h.
+      s += "    float zv[16], rv[16], hv[16];\n";
+      std::string lanes1 = fmt::format(
+          "          zv[l] = {az};\n"
+          "          rv[l] = {ar} * h[b * {H} + j];\n",
+          fmt::arg("H", H), fmt::arg("az", activate_c(act[0], clip(xg(0) + " + " + pg(0)))),
+          fmt::arg("ar", activate_c(act[0], clip(xg(1) + " + " + pg(1)))));
+      std::string store1 = fmt::format("          zb[b * {H} + j] = zv[l];\n          rhv[b * {H} + j] = rv[l];\n",
+                                       fmt::arg("H", H));
+      s += blocks(2, 0, "h", lanes1, store1, false);
+      std::string lanes2 = fmt::format(
+          "          const float z_ = zb[b * {H} + j];\n"
+          "          const float hh = {ah};\n"
+          "          hv[l] = (1.0f - z_) * hh + z_ * h[b * {H} + j];\n",
+          fmt::arg("H", H), fmt::arg("ah", activate_c(act[1], clip(xg(2) + " + " + pg(0)))));
+      s += blocks(1, 2, "rhv", lanes2, store_h, true);
     }
-    s += fmt::format("      for (int64_t j = 0; j < {}; ++j) h[j] = hn[j];\n", g.H);
-    if (node.outputs.size() > 0)
-      s += fmt::format("      for (int64_t j = 0; j < {}; ++j) {}[{} + j] = h[j];\n", g.H, ctx.out[0], y_off);
-    s += "    }\n";
+    s += "    { float* const tmp = h; h = hn; hn = tmp; }\n";
+    s += "  }\n";
     if (node.outputs.size() > 1)
-      s += fmt::format("    for (int64_t j = 0; j < {}; ++j) {}[{} + j] = h[j];\n", g.H, ctx.out[1], state_off);
+      s += fmt::format("  for (int64_t b = 0; b < {}; ++b)\n    for (int64_t j = 0; j < {}; ++j) {}[{} + j] = h[b * {} + j];\n",
+                       g.B, H, ctx.out[1], state_off, H);
     if (node.outputs.size() > 2)
-      s += fmt::format("    for (int64_t j = 0; j < {}; ++j) {}[{} + j] = c[j];\n", g.H, ctx.out[2], state_off);
+      s += fmt::format("  for (int64_t b = 0; b < {}; ++b)\n    for (int64_t j = 0; j < {}; ++j) {}[{} + j] = c[b * {} + j];\n",
+                       g.B, H, ctx.out[2], state_off, H);
     s += "  }\n";
   }
   return s;

@@ -46,6 +46,54 @@ bool wants_transposed_pointwise(const Node& node) {
   return w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
 }
 
+// Recurrent ops (LSTM, GRU, RNN) with constant weights: W [D, G, I] becomes W^T in
+// GEMM panels [D, ceil(G / width), I, width] (attribute `w_panel_width`) for the
+// all-steps input projection, and R [D, G, H] becomes blocks of 16 hidden units with
+// every gate of a unit side by side, [D, ceil(H / 16), H, gates, 16] (attribute
+// `r_block_width`), for the per-step product. G = gates * H, gate-major.
+void pack_recurrent(Graph& graph, Node& node, int64_t panel_width) {
+  int64_t gates = node.op_type == "LSTM" ? 4 : node.op_type == "GRU" ? 3 : 1;
+  auto constant_3d = [&](size_t i) {
+    const Value* v = node.input(i);
+    return v && v->is_constant() && v->dtype == DType::F32 && v->shape.size() == 3;
+  };
+  if (!constant_3d(1) || !constant_3d(2)) return;
+  int64_t d = node.inputs[2]->shape[0], g = node.inputs[2]->shape[1], h = node.inputs[2]->shape[2];
+  if (g != gates * h || node.inputs[1]->shape[1] != g) return;
+  node.attrs["hidden_size"] = h;
+  if (panel_width > 0 && !node.attrs.count("w_panel_width")) {
+    const Tensor& w = *node.inputs[1]->constant;
+    int64_t in = w.shape[2], panels = (g + panel_width - 1) / panel_width;
+    Tensor packed(DType::F32, {d, panels, in, panel_width});
+    float* dst = packed.data<float>();
+    for (int64_t dir = 0; dir < d; ++dir)
+      for (int64_t p = 0; p < panels; ++p)
+        for (int64_t k = 0; k < in; ++k)
+          for (int64_t j = 0; j < panel_width; ++j) {
+            int64_t n = p * panel_width + j;
+            *dst++ = n < g ? w.data<float>()[(dir * g + n) * in + k] : 0.0f;
+          }
+    node.inputs[1] = graph.add_constant(graph.unique_name(node.name + ".w_panels"), std::move(packed));
+    node.attrs["w_panel_width"] = panel_width;
+  }
+  if (!node.attrs.count("r_block_width")) {
+    const Tensor& r = *node.inputs[2]->constant;
+    int64_t blocks = (h + 15) / 16;
+    Tensor packed(DType::F32, {d, blocks, h, gates, 16});
+    float* dst = packed.data<float>();
+    for (int64_t dir = 0; dir < d; ++dir)
+      for (int64_t jb = 0; jb < blocks; ++jb)
+        for (int64_t k = 0; k < h; ++k)
+          for (int64_t gate = 0; gate < gates; ++gate)
+            for (int64_t l = 0; l < 16; ++l) {
+              int64_t j = jb * 16 + l;
+              *dst++ = j < h ? r.data<float>()[((dir * gates + gate) * h + j) * h + k] : 0.0f;
+            }
+    node.inputs[2] = graph.add_constant(graph.unique_name(node.name + ".r_blocks"), std::move(packed));
+    node.attrs["r_block_width"] = int64_t{16};
+  }
+}
+
 }  // namespace
 
 // Gemm kernels read B as row-major [K, N]; a constant B stored [N, K] (transB = 1, as
@@ -53,11 +101,16 @@ bool wants_transposed_pointwise(const Node& node) {
 // panel width (the target's GEMM tile width), constant B of Gemm and of a MatMul whose
 // B is one 2-D matrix is then stored as tile-wide panels; the node records the width
 // and the logical column count (attributes `b_panel_width`, `b_cols`). A pointwise
-// convolution over few pixels gets its weights transposed into such panels too.
+// convolution over few pixels gets its weights transposed into such panels too, and
+// recurrent ops get their W and R laid out for their kernels (pack_recurrent).
 void pack_weights(Graph& graph, int64_t panel_width) {
   for (auto& owned : graph.nodes()) {
     Node& node = *owned;
     bool gemm = node.op_type == "Gemm", matmul = node.op_type == "MatMul";
+    if (node.op_type == "LSTM" || node.op_type == "GRU" || node.op_type == "RNN") {
+      pack_recurrent(graph, node, panel_width);
+      continue;
+    }
     if (panel_width > 0 && wants_transposed_pointwise(node)) {
       const Tensor& w = *node.inputs[1]->constant;
       int64_t oc = w.shape[0], k = w.shape[1];
