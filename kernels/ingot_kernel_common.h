@@ -105,6 +105,7 @@ INGOT_INLINE float ingot_expf(float x) {
 }
 
 INGOT_INLINE float ingot_sigmoidf(float x) { return 1.0f / (1.0f + ingot_expf(-x)); }
+INGOT_INLINE float ingot_siluf(float x) { return x / (1.0f + ingot_expf(-x)); }
 
 /* tanh: odd series for |x| < 0.55 (relative accuracy near 0), 1 - 2/(exp(2|x|)+1)
  * above; both computed and selected, so it vectorizes. */

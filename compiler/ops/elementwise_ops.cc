@@ -141,16 +141,60 @@ void reference_elementwise(const Node& node, const std::vector<const Tensor*>& i
   }
 }
 
+// The longest run of trailing output dimensions over which every input either
+// follows the output element by element or stays the same (a per-channel scale over
+// H x W, a bias along rows): the loop nest splits there, so the inner loop has
+// contiguous, vectorizable indices and the broadcast index is computed once per
+// outer step instead of with a division and a modulo per element. Returns the first
+// dimension of that run (the output's rank when there is none).
+size_t broadcast_split(const Shape& out, const std::vector<Shape>& inputs) {
+  const size_t rank = out.size();
+  size_t split = rank;
+  for (size_t d = rank; d-- > 0;) {
+    bool ok = true;
+    for (const Shape& in : inputs) {
+      Shape padded(rank, 1);
+      for (size_t i = 0; i < in.size(); ++i) padded[rank - in.size() + i] = in[i];
+      bool dense = true, constant = true;
+      for (size_t k = d; k < rank; ++k) {
+        dense = dense && padded[k] == out[k];
+        constant = constant && padded[k] == 1;
+      }
+      ok = ok && (dense || constant);
+    }
+    if (!ok) break;
+    split = d;
+  }
+  return split;
+}
+
 std::string lower_elementwise(LoweringContext& ctx) {
   const Node& node = ctx.node;
   const ElementwiseSpec& spec = spec_of(node);
   const Value* y = node.outputs[0];
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.kernel_name = fmt::format("{}_{}_{}", dtype_name(y->dtype), node.op_type, shape_str(y->shape));
-  std::string a = fmt::format("{}[{}]", ctx.in[0], broadcast_index_expr(y->shape, node.inputs[0]->shape, "i"));
-  std::string b = spec.arity == 2
-                      ? fmt::format("{}[{}]", ctx.in[1], broadcast_index_expr(y->shape, node.inputs[1]->shape, "i"))
-                      : "";
+  // Loop nest: o over the output dims before the split, i within the trailing run.
+  std::vector<Shape> operand_shapes;
+  for (int k = 0; k < spec.arity; ++k) operand_shapes.push_back(node.inputs[k]->shape);
+  const Shape& out = y->shape;
+  const size_t split = broadcast_split(out, operand_shapes);
+  const Shape outer_shape(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(split));
+  const int64_t inner = num_elements(Shape(out.begin() + static_cast<std::ptrdiff_t>(split), out.end()));
+  const bool nested = split > 0 && split < out.size() && inner > 1;
+  auto operand = [&](int k) {
+    const Shape& in = node.inputs[k]->shape;
+    if (!nested) return fmt::format("{}[{}]", ctx.in[k], broadcast_index_expr(out, in, "i"));
+    const size_t rank = out.size();
+    Shape padded(rank, 1);
+    for (size_t i = 0; i < in.size(); ++i) padded[rank - in.size() + i] = in[i];
+    const Shape in_outer(padded.begin(), padded.begin() + static_cast<std::ptrdiff_t>(split));
+    const std::string at_outer = broadcast_index_expr(outer_shape, in_outer, "o");
+    const bool dense = padded[split] == out[split] && num_elements(padded) > num_elements(in_outer);
+    return dense ? fmt::format("{}[({}) * {} + i]", ctx.in[k], at_outer, inner) : fmt::format("{}[{}]", ctx.in[k], at_outer);
+  };
+  std::string a = operand(0);
+  std::string b = spec.arity == 2 ? operand(1) : "";
   const char* ct = dtype_c_type(y->dtype);
   std::string expr;
   std::string prologue;
@@ -169,6 +213,19 @@ std::string lower_elementwise(LoweringContext& ctx) {
     expr = spec.c_expr(node.attrs, a, b);
   }
   ctx.epilogue_applied = true;
+  if (nested) {
+    return prologue + fmt::format(
+                          "  for (int64_t o = 0; o < {outer}; ++o)\n"
+                          "    for (int64_t i = 0; i < {inner}; ++i) {{\n"
+                          "      {ct} v = ({ct})({expr});\n"
+                          "{ep}"
+                          "      {out}[o * {inner} + i] = v;\n"
+                          "    }}\n",
+                          fmt::arg("outer", num_elements(outer_shape)), fmt::arg("inner", inner), fmt::arg("ct", ct),
+                          fmt::arg("expr", expr),
+                          fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", fmt::format("o * {} + i", inner)) : ""),
+                          fmt::arg("out", ctx.out[0]));
+  }
   return prologue + fmt::format(
                         "  for (int64_t i = 0; i < {n}; ++i) {{\n"
                         "    {ct} v = ({ct})({expr});\n"
@@ -306,6 +363,11 @@ void register_elementwise_ops(std::map<std::string, OpDef>& t) {
         return fmt::format("ingot_clip({} * {} + {}, 0.0f, 1.0f)", c_float(attr_f(at, "alpha", 0.2f)), a,
                            c_float(attr_f(at, "beta", 0.5f)));
       });
+  // SiLU (Swish with beta 1): not an ONNX op before opset 24; fuse_patterns makes it
+  // from x * Sigmoid(x).
+  add(
+      t, "Silu", 1, [](const Attrs&, double a, double) { return a / (1.0 + std::exp(-a)); },
+      [](const Attrs&, S a, S) { return fmt::format("ingot_siluf({})", a); });
   add(
       t, "HardSwish", 1,
       [](const Attrs&, double a, double) {

@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "compiler/ops/elementwise.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/passes/passes.h"
 
@@ -188,6 +189,29 @@ bool fuse_gelu(Graph& graph, Node* erf) {
   return true;
 }
 
+// x * Sigmoid(x) → Silu(x), and x * HardSigmoid(x) with alpha 1/6, beta 1/2 →
+// HardSwish(x), in either operand order: what exporters write for SiLU/Swish
+// (EfficientNet) and, before opset 14, for HardSwish (MobileNetV3). As one unary op
+// the activation fuses into its producer's epilogue; as two ops the producer's output
+// has two readers and takes a pass of its own through memory.
+bool fuse_gated_activation(Graph& graph, Node* gate) {
+  const bool sigmoid = is_op(gate, "Sigmoid");
+  if (!sigmoid && !is_op(gate, "HardSigmoid")) return false;
+  if (!sigmoid) {
+    const float alpha = ops::attr_f(gate->attrs, "alpha", 0.2f), beta = ops::attr_f(gate->attrs, "beta", 0.5f);
+    if (std::fabs(alpha - 1.0f / 6.0f) > 1e-6f || beta != 0.5f) return false;
+  }
+  Value* x = gate->inputs[0];
+  Node* mul = sole_user(graph, gate->outputs[0]);
+  if (!x || x->dtype != DType::F32 || !is_op(mul, "Mul") || other_operand(mul, gate->outputs[0]) != x) return false;
+  if (mul->outputs[0]->shape != x->shape) return false;
+  Node* fused = graph.insert_node(mul, sigmoid ? "Silu" : "HardSwish", graph.unique_name(gate->name + ".act"), {x}, 1);
+  fused->opset = gate->opset;
+  ops::find_op(fused->op_type)->infer(*fused);
+  replace_with(graph, mul, fused, {gate, mul});
+  return true;
+}
+
 }  // namespace
 
 // Recognizes the subgraphs exporters write for LayerNorm (before opset 17) and for
@@ -204,6 +228,10 @@ void fuse_patterns(Graph& graph) {
         break;
       }
       if (n->op_type == "Erf" && fuse_gelu(graph, n)) {
+        changed = true;
+        break;
+      }
+      if (fuse_gated_activation(graph, n)) {
         changed = true;
         break;
       }

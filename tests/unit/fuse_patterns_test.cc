@@ -129,6 +129,75 @@ TEST(FusePatternsTest, GeluSubgraphsBecomeOneOpAndFuseIntoTheProducer) {
   }
 }
 
+// x * Sigmoid(x) (SiLU) and x * HardSigmoid(x) with MobileNetV3's constants (HardSwish)
+// become one op that fuses into the convolution; other gates stay as they are.
+TEST(FusePatternsTest, GatedActivationsBecomeOneOpAndFuseIntoTheProducer) {
+  struct Form {
+    std::string gate;
+    ops::Attrs attrs;
+    bool gate_first;
+    const char* fused;  // nullptr: must stay
+  };
+  const std::vector<Form> forms = {
+      {"Sigmoid", {}, false, "Silu"},
+      {"Sigmoid", {}, true, "Silu"},
+      {"HardSigmoid", {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}}, false, "HardSwish"},
+      {"HardSigmoid", {}, false, nullptr},  // alpha 0.2: not HardSwish
+  };
+  for (const Form& f : forms) {
+    Graph g;
+    g.name = "gate";
+    g.opset = 13;
+    Value* in = add_input(g, "in", {1, 3, 7, 9});
+    Node* conv = add_op(g, "Conv", {in, g.add_constant("w", random_f32({5, 3, 3, 3}, 8)), g.add_constant("b", random_f32({5}, 9))},
+                        {{"pads", I{1, 1, 1, 1}}}, 13, 1, "conv");
+    Value* x = conv->outputs[0];
+    Node* gate = add_op(g, f.gate, {x}, f.attrs, 13, 1, "gate");
+    std::vector<Value*> operands = {x, gate->outputs[0]};
+    if (f.gate_first) std::swap(operands[0], operands[1]);
+    Node* mul = add_op(g, "Mul", operands, {}, 13, 1, "mul");
+    g.outputs = {mul->outputs[0]};
+    Tensor data = random_f32({1, 3, 7, 9}, 10, -4.0f, 4.0f);
+    Tensor want = testing::evaluate_graph(g, {data}).at(g.outputs[0]);
+    passes::fuse_patterns(g);
+    passes::eliminate_dead_code(g);
+    if (!f.fused) {
+      EXPECT_EQ(g.nodes().size(), 3u) << print_graph(g);
+      continue;
+    }
+    ASSERT_EQ(g.nodes().size(), 2u) << print_graph(g);
+    EXPECT_EQ(g.nodes()[1]->op_type, f.fused);
+    passes::fuse_epilogues(g);
+    ASSERT_EQ(g.nodes().size(), 1u) << print_graph(g);
+    EXPECT_EQ(g.nodes()[0]->epilogue.at(0).op_type, f.fused);
+    expect_same_numbers(g, {data}, want);
+  }
+}
+
+// Broadcast elementwise ops run as an outer loop over what the operands share and an
+// inner contiguous loop: per-channel scales, row biases, mixed broadcasts, scalars.
+TEST(ElementwiseBroadcastTest, LoopNestMatchesTheReference) {
+  Graph g;
+  g.name = "bcast";
+  g.opset = 13;
+  Value* x = add_input(g, "x", {2, 6, 5, 7});
+  Value* s = add_input(g, "s", {2, 6, 1, 1});
+  Value* r = add_input(g, "r", {7});
+  Value* c = add_input(g, "c", {6, 1, 7});
+  Value* u = add_input(g, "u", {3, 1, 5});
+  Value* v = add_input(g, "v", {1, 4, 1});
+  g.outputs = {add_op(g, "Mul", {x, s})->outputs[0], add_op(g, "Mul", {s, x})->outputs[0],
+               add_op(g, "Add", {x, r})->outputs[0], add_op(g, "Sub", {c, x})->outputs[0],
+               add_op(g, "Add", {u, v})->outputs[0], add_op(g, "Div", {x, scalar(g, "k", 3.0f)})->outputs[0]};
+  std::vector<Tensor> inputs;
+  uint32_t seed = 20;
+  for (Value* in : g.inputs) inputs.push_back(random_f32(in->shape, ++seed, 0.5f, 2.0f));
+  std::map<const Value*, Tensor> env = testing::evaluate_graph(g, inputs);
+  std::vector<Tensor> got = testing::compile_and_run(g, inputs);
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(testing::tensors_near(got[i], env.at(g.outputs[i]), Tolerance::magnitude(1e-6))) << "output " << i;
+}
+
 TEST(SplitWideOpsTest, WideConcatBecomesATree) {
   Graph g;
   g.name = "cat";
