@@ -150,11 +150,13 @@ struct BlockPlan {
   int64_t panel = 0;          // floats: one im2col panel (a KxK expand)
 };
 
-BlockPlan block_plan(const BlockGeometry& g, bool expand) {
+BlockPlan block_plan(const BlockGeometry& g, bool expand, int64_t l2_bytes) {
   BlockPlan p;
-  // Expand rows and depthwise rows of one band within ~640 KB, so they stay in L2.
+  // Expand rows and depthwise rows of one band within 5/8 of the L2 (640 KB of 1 MB),
+  // so they stay there.
   int64_t per_row = g.E * ((expand ? g.S * g.W : 0) + g.OW);
-  p.OB = std::clamp<int64_t>(163840 / std::max<int64_t>(per_row, 1), 1, g.OH);
+  const int64_t budget_floats = std::max<int64_t>(l2_bytes, 64 * 1024) / 4 * 5 / 8;
+  p.OB = std::clamp<int64_t>(budget_floats / std::max<int64_t>(per_row, 1), 1, g.OH);
   p.RB = (p.OB - 1) * g.S + 3;
   p.Wp = g.W + 1;  // rows share their one-column zero gap (see conv_ops' shared_pad_width)
   p.Wq = (p.Wp + 1) / 2 + 2;
@@ -169,7 +171,7 @@ BlockPlan block_plan(const BlockGeometry& g, bool expand) {
 }
 
 uint64_t block_scratch_bytes(const Node& node) {
-  BlockPlan p = block_plan(block_geometry(node), has_expand(node));
+  BlockPlan p = block_plan(block_geometry(node), has_expand(node), node.attr_int("l2_bytes", 1 << 20));
   return static_cast<uint64_t>(p.ebuf + p.plane + p.dbuf + p.panel) * sizeof(float);
 }
 
@@ -192,7 +194,7 @@ std::string lower_block(LoweringContext& ctx) {
   if (!(ctx.target_features & INGOT_FEATURE_AVX512F)) fail("{}: needs an AVX-512 target", node.describe());
   if (ctx.scratch.empty()) fail("{}: needs scratch", node.describe());
   BlockGeometry g = block_geometry(node);
-  BlockPlan p = block_plan(g, has_expand(node));
+  BlockPlan p = block_plan(g, has_expand(node), node.attr_int("l2_bytes", 1 << 20));
   Activation ea = activation(node, "expand_"), da = activation(node, "dw_");
   ctx.headers.insert("f32_gemm_tile.h");
   ctx.headers.insert("f32_dwconv2d.h");

@@ -182,9 +182,11 @@ WinogradPlan winograd_plan(const Node& node, const ConvGeometry& c) {
   p.Hp = p.m * p.TH + 2;
   // Phase rows of the (m TW + 2)-wide padded rows, plus the transforms' spare reads.
   p.Wq = p.TW + 1 + 4;
-  // Blocks of whole 48-column GEMM tiles whose V and M stay within ~768 KB (L2).
+  // Blocks of whole 48-column GEMM tiles whose V and M stay within 3/4 of the L2
+  // the node was planned for (choose_strategies; 1 MB when none was).
   int64_t xis = p.alpha * p.alpha;
-  int64_t fit = 196608 / (xis * (c.ICG + c.OC) * 48);
+  const int64_t l2_floats = std::max<int64_t>(node.attr_int("l2_bytes", 1 << 20), 64 * 1024) / 4;
+  int64_t fit = l2_floats * 3 / 4 / (xis * (c.ICG + c.OC) * 48);
   p.TB = p.T <= 96 ? p.T : 48 * std::clamp<int64_t>(fit, 1, 4);
   p.TBp = p.TB + 4;  // INGOT_WINOGRAD_SPARE
   p.xp_floats = (p.m * g.C * p.Hp * p.Wq + 15) / 16 * 16;

@@ -9,6 +9,9 @@ namespace ingot::passes {
 void choose_strategies(Graph& graph, const ops::TargetTraits& target) {
   for (auto& owned : graph.nodes()) {
     Node& node = *owned;
+    // Kernels that block for the L2 (Winograd tiles, banded MobileNet blocks) size
+    // their blocks for this one, recorded so lowering and scratch read the same.
+    if (node.op_type == "Conv" || node.op_type == "InvertedResidual") node.attrs["l2_bytes"] = target.l2_bytes;
     if (node.op_type != "Conv") continue;
     node.attrs.erase("strategy");  // a graph compiled again, for another target
     node.attrs["strategy"] = std::string(ops::conv_strategy_name(ops::choose_conv_strategy(node, target)));

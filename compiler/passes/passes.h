@@ -32,7 +32,8 @@ void split_wide_ops(Graph& graph);
 void pack_weights(Graph& graph, int64_t panel_width = 0);
 // 3x3 stride-1 convolutions with constant weights → Winograd F(2x2, 3x3) weights
 // (attribute `winograd`), for the transform-and-GEMM kernel.
-void winograd_weights(Graph& graph);
+// F(4x4) or F(2x2) per layer, from its image size and the target's L2.
+void winograd_weights(Graph& graph, const ops::TargetTraits& target = {});
 // Folds single-use elementwise consumers into the producing dispatch's epilogue.
 void fuse_epilogues(Graph& graph);
 // MobileNet's expand → depthwise → project chains → one InvertedResidual node computed

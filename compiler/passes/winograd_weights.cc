@@ -27,7 +27,7 @@ bool wants_winograd(const Node& node) {
 // for each 3x3 filter g, computed in double. The kernel then runs alpha^2 GEMMs on
 // transformed input tiles: m = 4 (4x fewer multiply-adds) or m = 2 (2.25x, and 16
 // weight matrices instead of 36).
-void winograd_weights(Graph& graph) {
+void winograd_weights(Graph& graph, const ops::TargetTraits& target) {
   static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
   static const double G4[6][3] = {{0.25, 0, 0},
                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
@@ -41,8 +41,9 @@ void winograd_weights(Graph& graph) {
     const Shape& y = node.outputs[0]->shape;
     const Shape& ws = node.inputs[1]->shape;
     // F(4x4) on big images, and on small ones while its 36 weight matrices stay within
-    // 4 MB (beyond that, streaming them costs more than the multiplies it saves).
-    const bool small_weights = 36 * ws[0] * ws[1] * 4 <= (int64_t{4} << 20);
+    // four L2s (4 MB on a 1 MB L2; beyond that, streaming them from the outer cache costs
+    // more than the multiplies it saves).
+    const bool small_weights = 36 * ws[0] * ws[1] * 4 <= 4 * target.l2_bytes;
     const int m = y[2] * y[3] >= 27 * 27 || small_weights ? 4 : 2, alpha = m + 2;
     auto G = [&](int i, int c) { return m == 4 ? G4[i][c] : G2[i][c]; };
     const Tensor& w = *node.inputs[1]->constant;
