@@ -103,8 +103,11 @@ Plan build_plan(const Graph& graph) {
     }
   }
 
-  // Liveness of arena values over step indices, through aliases.
-  std::map<const Value*, std::pair<int, int>> live;
+  // Liveness of arena values over step indices, through aliases, in first-use order:
+  // the planner sees the same interval list on every run (ordering by address made
+  // the arena layout, and so the artifact's bytes, vary from run to run).
+  std::map<const Value*, size_t> live_index;
+  std::vector<std::pair<const Value*, std::pair<int, int>>> live;
   for (int s = 0; s < static_cast<int>(plan.steps.size()); ++s) {
     const PlanStep& step = plan.steps[s];
     for (size_t b = 0; b < step.bindings.size(); ++b) {
@@ -112,8 +115,9 @@ Plan build_plan(const Graph& graph) {
       if (step.kind == INGOT_STEP_COPY && b == 1) continue;  // the output buffer itself
       const Value* r = root_of(v);
       if (r->is_constant() || plan.storage.count(r)) continue;
-      auto [it, fresh] = live.try_emplace(r, s, s);
-      if (!fresh) it->second.second = s;
+      auto [it, fresh] = live_index.try_emplace(r, live.size());
+      if (fresh) live.push_back({r, {s, s}});
+      else live[it->second].second.second = s;
     }
   }
   std::vector<memory::Interval> intervals;
