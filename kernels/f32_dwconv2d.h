@@ -174,6 +174,22 @@ INGOT_INLINE void f32_dwconv2d_shifted_plane(float* INGOT_RESTRICT yp, const flo
   }
 }
 
+INGOT_INLINE void f32_dwconv2d_shifted_plane_per_output(float* INGOT_RESTRICT yp, const float* INGOT_RESTRICT xp,
+                                             const float* INGOT_RESTRICT w, ingot_index_t OH, ingot_index_t Wp, ingot_index_t KH,
+                                             ingot_index_t KW, ingot_index_t DH, ingot_index_t DW) {
+  /* One output at a time, all taps in a register: for targets without vectors
+   * (Cortex-M), where a block of accumulators would only cost stack. */
+  /* Rounded up to whole 16-float vectors so no scalar remainder loop runs: the extra
+   * outputs are junk like the padded columns, and the caller's buffers have room. */
+  const ingot_index_t n = (OH * Wp + 15) / 16 * 16;
+  for (ingot_index_t i = 0; i < n; ++i) {
+    float acc = 0.0f;
+    for (ingot_index_t kh = 0; kh < KH; ++kh)
+      for (ingot_index_t kw = 0; kw < KW; ++kw) acc += w[kh * KW + kw] * xp[i + kh * DH * Wp + kw * DW];
+    yp[i] = acc;
+  }
+}
+
 /* Copies an H x W plane into the interior of a Hp x Wp plane at (PH, PW); the border
  * is left as it is (zeroed once by the caller, it stays zero across channels). */
 INGOT_INLINE void f32_copy_plane_interior(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t H,
@@ -240,6 +256,30 @@ INGOT_INLINE void f32_dwconv2d_stride2_rows(float* INGOT_RESTRICT y, const float
       const ingot_index_t cols = OW - ow0 < 16 ? OW - ow0 : 16;
       for (ingot_index_t r = 0; r < rows; ++r)
         for (ingot_index_t j = 0; j < cols; ++j) y[(oh + r) * OW + ow0 + j] = acc[r][j];
+    }
+  }
+}
+
+/* One output at a time, taps inner: for targets without vectors (no block of
+ * accumulators on the stack) and for 3x3, whose taps the compiler unrolls completely and
+ * then vectorizes over the row; reads nothing past a row's last output column. */
+INGOT_INLINE void f32_dwconv2d_stride2_rows_per_output(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT xe,
+                                            const float* INGOT_RESTRICT xo, const float* INGOT_RESTRICT w,
+                                            ingot_index_t OH, ingot_index_t OW, ingot_index_t Wq, ingot_index_t KH, ingot_index_t KW, ingot_index_t SH,
+                                            ingot_index_t DH, ingot_index_t DW) {
+  for (ingot_index_t oh = 0; oh < OH; ++oh) {
+    float* INGOT_RESTRICT yr = y + oh * OW;
+    for (ingot_index_t ow = 0; ow < OW; ++ow) {
+      float acc = 0.0f;
+      for (ingot_index_t kh = 0; kh < KH; ++kh) {
+        const ingot_index_t row = (oh * SH + kh * DH) * Wq;
+        for (ingot_index_t kw = 0; kw < KW; ++kw) {
+          const ingot_index_t col = kw * DW;
+          const float* INGOT_RESTRICT src = ((col & 1) ? xo : xe) + row + (col >> 1);
+          acc += w[kh * KW + kw] * src[ow];
+        }
+      }
+      yr[ow] = acc;
     }
   }
 }

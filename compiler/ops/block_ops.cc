@@ -321,7 +321,7 @@ std::string lower_block(LoweringContext& ctx) {
         "        if (o0 == 0) for (int64_t w = 0; w < {Wq}; ++w) {{ xe[w] = 0.0f; xo[w] = 0.0f; }}\n"
         "        if (2 * (o0 + ob) - 1 >= {H}) for (int64_t w = 0; w < {Wq}; ++w) {{ xe[2 * ob * {Wq} + w] = 0.0f; xo[2 * ob * {Wq} + w] = 0.0f; }}\n"
         "        float* drow = db + e * {dbs};\n"
-        "        f32_dwconv2d_stride2_rows(drow, xe, xo, {wd} + e * 9, ob, {OW}, {Wq}, 3, 3, 2, 1, 1);\n"
+        "        f32_dwconv2d_stride2_rows_per_output(drow, xe, xo, {wd} + e * 9, ob, {OW}, {Wq}, 3, 3, 2, 1, 1);\n"
         "        for (int64_t i = 0; i < ob * {OW}; ++i) {{\n"
         "          float v = drow[i] + {bd}[e];\n"
         "{act}"

@@ -9,6 +9,16 @@
 
 namespace ingot::ops {
 
+namespace {
+
+// Depthwise planes on cores without vector units (Cortex-M) take one output at a time
+// with the taps inner: blocks of accumulators would only cost stack there.
+bool per_output_taps(const LoweringContext& ctx) {
+  return ctx.target_arch == INGOT_ARCH_ARM_CORTEX_M && ctx.target_features == 0;
+}
+
+}  // namespace
+
 std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeometry& c) {
   const Node& node = ctx.node;
   const Window& g = c.win;
@@ -380,11 +390,12 @@ std::string lower_dwconv_shifted(LoweringContext& ctx, const ConvGeometry& c) {
       "  for (int64_t n = 0; n < {N}; ++n)\n"
       "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
       "      {copy_in}(xp, {x} + (n * {C} + oc) * {HW}, {H}, {W}, {Wp}, {PH}, {PW});\n"
-      "      f32_dwconv2d_shifted_plane(yp, xp, {w} + oc * {KK}, {OH}, {Wp}, {KH}, {KW}, {DH}, {DW});\n"
+      "      {plane_kernel}(yp, xp, {w} + oc * {KK}, {OH}, {Wp}, {KH}, {KW}, {DH}, {DW});\n"
       "      float* plane = {y} + (n * {OC} + oc) * {OHW};\n"
       "{store_out}"
       "    }}\n",
       fmt::arg("copy_in", copy_in), fmt::arg("store_out", store_out),
+      fmt::arg("plane_kernel", per_output_taps(ctx) ? "f32_dwconv2d_shifted_plane_per_output" : "f32_dwconv2d_shifted_plane"),
       fmt::arg("scratch", ctx.scratch), fmt::arg("padded", padded), fmt::arg("N", g.N), fmt::arg("OC", c.OC),
       fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C), fmt::arg("HW", g.H * g.W), fmt::arg("H", g.H), fmt::arg("W", g.W),
       fmt::arg("Wp", Wp), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW),
@@ -416,13 +427,14 @@ std::string lower_dwconv_stride2(LoweringContext& ctx, const ConvGeometry& c) {
       "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
       "      float* plane_out = {y} + (n * {OC} + oc) * {OHW};\n"
       "      f32_split_plane_by_column_parity(xe, xo, {x} + (n * {C} + oc) * {HW}, {H}, {W}, {Wq}, {PH}, {PW});\n"
-      "      f32_dwconv2d_stride2_rows(plane_out, xe, xo, {w} + oc * {KK}, {OH}, {OW}, {Wq}, {KH}, {KW}, {SH}, {DH}, {DW});\n"
+      "      {rows_kernel}(plane_out, xe, xo, {w} + oc * {KK}, {OH}, {OW}, {Wq}, {KH}, {KW}, {SH}, {DH}, {DW});\n"
       "      for (int64_t j = 0; j < {OHW}; ++j) {{\n"
       "        float v = plane_out[j]{bias};\n"
       "{ep}"
       "        plane_out[j] = v;\n"
       "      }}\n"
       "    }}\n",
+      fmt::arg("rows_kernel", per_output_taps(ctx) ? "f32_dwconv2d_stride2_rows_per_output" : "f32_dwconv2d_stride2_rows"),
       fmt::arg("scratch", ctx.scratch), fmt::arg("plane", plane), fmt::arg("N", g.N), fmt::arg("OC", c.OC),
       fmt::arg("y", ctx.out[0]), fmt::arg("OHW", HW), fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C),
       fmt::arg("HW", g.H * g.W), fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Wq", Wq), fmt::arg("PH", g.PH),
