@@ -1,7 +1,10 @@
-// ConvTranspose (1-D, 2-D and 3-D): every input element scatters its products with
-// the kernel into the output, which starts as the bias.
+// ConvTranspose (1-D, 2-D and 3-D). 1-D and 2-D lower to a GEMM per image and group,
+// cols[OCG*KH*KW, pixels] = W_g^T * X_g, followed by col2im, which scatter-adds each
+// row of cols into the output (started as the bias); 3-D keeps a direct scatter loop.
+#include <algorithm>
 #include <cmath>
 
+#include "compiler/ops/gemm_lowering.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/window.h"
 
@@ -14,26 +17,43 @@ struct ConvTransposeGeometry {
   std::vector<int64_t> in, kernel, strides, dilations, pb, out;
 };
 
+// Constant weights of a 1-D or 2-D ConvTranspose stored by pack_weights as the GEMM's
+// A operand: [G, OCG*KH*KW, ICG] row-major (attribute `gemm_a_weights`).
+bool has_gemm_a_weights(const Node& node) { return node.attr_int("gemm_a_weights", 0) != 0; }
+
 ConvTransposeGeometry conv_transpose_geometry(const Node& node) {
   const Shape& x = node.inputs[0]->shape;
   const Shape& w = node.inputs[1]->shape;
   if (x.size() < 3) fail("{}: input must have rank >= 3 (N, C, spatial...), got {}", node.describe(), shape_str(x));
-  if (w.size() != x.size()) fail("{}: weight rank {} differs from input rank {}", node.describe(), w.size(), x.size());
+  bool packed = has_gemm_a_weights(node);
+  if (!packed && w.size() != x.size())
+    fail("{}: weight rank {} differs from input rank {}", node.describe(), w.size(), x.size());
   size_t sd = x.size() - 2;
   ConvTransposeGeometry g;
   g.N = x[0];
   g.C = x[1];
   g.G = node.attr_int("group", 1);
   if (g.G <= 0 || g.C % g.G) fail("{}: group {} does not divide {} input channels", node.describe(), g.G, g.C);
-  if (w[0] != g.C) fail("{}: weights have {} input channels, the input has {}", node.describe(), w[0], g.C);
   g.CG = g.C / g.G;
-  g.MG = w[1];
-  g.M = g.MG * g.G;
   g.in.assign(x.begin() + 2, x.end());
-  g.kernel.assign(w.begin() + 2, w.end());
   auto ks = node.attr_ints("kernel_shape");
-  if (!ks.empty() && ks != g.kernel)
-    fail("{}: kernel_shape {} disagrees with weights {}", node.describe(), shape_str(ks), shape_str(w));
+  if (packed) {
+    // [G, OCG * taps, ICG]: the kernel's shape comes from kernel_shape, which packing sets.
+    if (w.size() != 3 || ks.size() != sd || w[0] != g.G || w[2] != g.CG)
+      fail("{}: packed weights {} do not fit input {}", node.describe(), shape_str(w), shape_str(x));
+    g.kernel = ks;
+    int64_t taps = 1;
+    for (int64_t k : ks) taps = k > 0 ? taps * k : 0;
+    if (taps <= 0 || w[1] % taps) fail("{}: packed weights {} do not fit kernel {}", node.describe(), shape_str(w), shape_str(ks));
+    g.MG = w[1] / taps;
+  } else {
+    if (w[0] != g.C) fail("{}: weights have {} input channels, the input has {}", node.describe(), w[0], g.C);
+    g.MG = w[1];
+    g.kernel.assign(w.begin() + 2, w.end());
+    if (!ks.empty() && ks != g.kernel)
+      fail("{}: kernel_shape {} disagrees with weights {}", node.describe(), shape_str(ks), shape_str(w));
+  }
+  g.M = g.MG * g.G;
   g.strides = node.attr_ints("strides", std::vector<int64_t>(sd, 1));
   g.dilations = node.attr_ints("dilations", std::vector<int64_t>(sd, 1));
   auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * sd, 0));
@@ -99,6 +119,17 @@ void reference_conv_transpose(const Node& node, const std::vector<const Tensor*>
   const float* w = in[1]->data<float>();
   const float* b = in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr;
   int64_t in_size = num_elements(g.in), k_size = num_elements(g.kernel), out_size = num_elements(g.out);
+  std::vector<float> unpacked;
+  if (has_gemm_a_weights(node)) {
+    // Back from [G, OCG*taps, ICG] to the ONNX layout [C, OCG, taps].
+    int64_t rows = g.MG * k_size;
+    unpacked.resize(static_cast<size_t>(g.C * rows));
+    for (int64_t grp = 0; grp < g.G; ++grp)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < g.CG; ++c)
+          unpacked[(grp * g.CG + c) * rows + r] = w[(grp * rows + r) * g.CG + c];
+    w = unpacked.data();
+  }
   auto out_strides = strides_of(g.out);
   std::vector<double> acc(out[0].numel());
   for (int64_t n = 0; n < g.N; ++n)
@@ -137,7 +168,67 @@ void reference_conv_transpose(const Node& node, const std::vector<const Tensor*>
   for (size_t i = 0; i < acc.size(); ++i) out[0].data<float>()[i] = static_cast<float>(acc[i]);
 }
 
-std::string lower_conv_transpose(LoweringContext& ctx) {
+// How the GEMM lowering of a 1-D or 2-D ConvTranspose walks one image and group: the
+// cols buffer holds the rows of `mb` output channels (mb * KH * KW GEMM rows) for a
+// column block of `hb` input rows by `wb` input columns (wb < W only when hb == 1, so
+// a block's pixels are contiguous in X). The scratch size and the lowering both come
+// from here, so they cannot disagree.
+struct ConvTransposeBlocks {
+  int64_t H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1, SH = 1, SW = 1, DH = 1, DW = 1, PH = 0, PW = 0;
+  int64_t mb = 1, hb = 1, wb = 1;
+  // Stride equals kernel with no dilation or leading pad and the output exactly
+  // in * stride: every output element receives exactly one product sum, so col2im
+  // writes it (bias and epilogue included) instead of accumulating.
+  bool exact_cover = false;
+  int64_t cols_floats = 0;
+};
+
+// About a quarter of L2: cols is written by the GEMM and read back by col2im.
+constexpr int64_t kColsBudgetFloats = 64 * 1024;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+ConvTransposeBlocks conv_transpose_blocks(const ConvTransposeGeometry& g) {
+  ConvTransposeBlocks b;
+  bool two_d = g.in.size() == 2;
+  b.H = two_d ? g.in[0] : 1;
+  b.W = g.in.back();
+  b.OH = two_d ? g.out[0] : 1;
+  b.OW = g.out.back();
+  b.KH = two_d ? g.kernel[0] : 1;
+  b.KW = g.kernel.back();
+  b.SH = two_d ? g.strides[0] : 1;
+  b.SW = g.strides.back();
+  b.DH = two_d ? g.dilations[0] : 1;
+  b.DW = g.dilations.back();
+  b.PH = two_d ? g.pb[0] : 0;
+  b.PW = g.pb.back();
+  b.exact_cover = b.SH == b.KH && b.SW == b.KW && b.DH == 1 && b.DW == 1 && b.PH == 0 && b.PW == 0 &&
+                  b.OH == b.H * b.SH && b.OW == b.W * b.SW;
+  const int64_t taps = b.KH * b.KW, cap = kColsBudgetFloats;
+  // At least 32 GEMM rows per block, so row tiles stay full; the rest of the budget
+  // goes to columns (wide tiles), then back to rows.
+  int64_t mb_min = std::min(g.MG, ceil_div(32, taps));
+  int64_t per_pixel = mb_min * taps;
+  b.hb = b.H;
+  b.wb = b.W;
+  if (per_pixel * b.H * b.W > cap) {
+    if (per_pixel * b.W <= cap) {
+      b.hb = ceil_div(b.H, ceil_div(b.H, cap / (per_pixel * b.W)));
+    } else {
+      b.hb = 1;
+      int64_t wb = std::max<int64_t>(48, cap / per_pixel / 48 * 48);
+      b.wb = std::min(b.W, ceil_div(ceil_div(b.W, ceil_div(b.W, wb)), 48) * 48);
+    }
+  }
+  int64_t mb = std::clamp(cap / (taps * b.hb * b.wb), mb_min, g.MG);
+  b.mb = ceil_div(g.MG, ceil_div(g.MG, mb));
+  b.cols_floats = b.mb * taps * b.hb * b.wb;
+  return b;
+}
+
+// 3-D and anything above: every input element scatters its products directly.
+std::string lower_conv_transpose_direct(LoweringContext& ctx) {
   const Node& node = ctx.node;
   ConvTransposeGeometry g = conv_transpose_geometry(node);
   size_t sd = g.in.size();
@@ -199,6 +290,158 @@ std::string lower_conv_transpose(LoweringContext& ctx) {
       fmt::arg("OD", O[0]), fmt::arg("OH", O[1]), fmt::arg("OW", O[2]));
 }
 
+std::string lower_conv_transpose(LoweringContext& ctx) {
+  const Node& node = ctx.node;
+  ConvTransposeGeometry g = conv_transpose_geometry(node);
+  if (g.in.size() > 2) return lower_conv_transpose_direct(ctx);
+  if (ctx.scratch.empty()) fail("{}: the ConvTranspose GEMM needs scratch", node.describe());
+  const ConvTransposeBlocks b = conv_transpose_blocks(g);
+  const bool packed = has_gemm_a_weights(node);
+  const int64_t taps = b.KH * b.KW, R = g.MG * taps, HW = b.H * b.W, OHW = b.OH * b.OW;
+  GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+  ctx.headers.insert("f32_gemm_tile.h");
+  ctx.kernel_name = fmt::format("f32_convtranspose_gemm_k{}_s{}_{}_{}", shape_str(g.kernel), shape_str(g.strides),
+                                tile.kernel.substr(tile.kernel.rfind('_') + 1), shape_str(node.outputs[0]->shape));
+  ctx.epilogue_applied = true;
+  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : std::string(); };
+
+  // One block: output channels [mg0, mg0 + mbl) of the group, input rows
+  // [ih0, ih0 + hbl) by columns [iw0, iw0 + wbl).
+  auto block = [&](const std::string& mg0, int64_t mbl, const std::string& ih0, int64_t hbl, const std::string& iw0,
+                   int64_t wbl) {
+    const int64_t ncols = hbl * wbl;
+    GemmLoops loops;
+    loops.c = "cols";
+    loops.ldc = ncols;
+    // A = W_g^T: packed rows [OCG*taps, ICG], or read in place from the ONNX layout
+    // [ICG, OCG*taps] (weights computed at run time) with a k stride of R.
+    loops.a = packed ? fmt::format("wg + ({}) * {}", mg0, taps * g.CG) : fmt::format("wg + ({}) * {}", mg0, taps);
+    loops.lda = packed ? g.CG : 1;
+    loops.aks = packed ? 1 : R;
+    loops.b = "xb";
+    loops.ldb = HW;
+    loops.M = mbl * taps;
+    loops.N = ncols;
+    loops.K = g.CG;
+    std::string s = fmt::format("    {{\n    const float* xb = xg + ({}) * {} + ({});\n", ih0, b.W, iw0);
+    s += emit_gemm_loops(loops, tile);
+    if (b.exact_cover) {
+      // Output row ih * SH + kh is the KW rows (kh, 0..KW-1) of cols interleaved.
+      s += fmt::format(
+          "    for (int64_t mgl = 0; mgl < {mbl}; ++mgl) {{\n"
+          "      const int64_t m = gi * {MG} + ({mg0}) + mgl;\n"
+          "      const float bv = {bias};\n"
+          "      for (int64_t i = 0; i < {hbl}; ++i) {{\n"
+          "        const int64_t ih = ({ih0}) + i;\n"
+          "        for (int64_t kh = 0; kh < {KH}; ++kh) {{\n"
+          "          const int64_t orow = (n * {M} + m) * {OHW} + (ih * {KH} + kh) * {OW} + ({iw0}) * {KW};\n"
+          "          const float* cp = cols + (mgl * {KH} + kh) * {KW} * {ncols} + i * {wbl};\n"
+          "          float* yr = {y} + orow;\n"
+          "          for (int64_t iw = 0; iw < {wbl}; ++iw)\n"
+          "            for (int64_t kw = 0; kw < {KW}; ++kw) {{\n"
+          "              float v = cp[kw * {ncols} + iw] + bv;\n"
+          "{ep}"
+          "              yr[iw * {KW} + kw] = v;\n"
+          "            }}\n"
+          "        }}\n"
+          "      }}\n"
+          "    }}\n",
+          fmt::arg("mbl", mbl), fmt::arg("MG", g.MG), fmt::arg("mg0", mg0),
+          fmt::arg("bias", node.input(2) ? fmt::format("{}[m]", ctx.in[2]) : "0.0f"), fmt::arg("hbl", hbl),
+          fmt::arg("ih0", ih0), fmt::arg("KH", b.KH), fmt::arg("M", g.M), fmt::arg("OHW", OHW), fmt::arg("OW", b.OW),
+          fmt::arg("iw0", iw0), fmt::arg("KW", b.KW), fmt::arg("ncols", ncols), fmt::arg("wbl", wbl),
+          fmt::arg("y", ctx.out[0]), fmt::arg("ep", epilogue("orow + iw * " + std::to_string(b.KW) + " + kw")));
+    } else {
+      // col2im: row (mg, kh, kw) of cols adds input pixel (ih, iw) into output
+      // (ih * SH - PH + kh * DH, iw * SW - PW + kw * DW); the valid iw range is
+      // computed once per row, so the inner loop is a plain strided add.
+      s += fmt::format(
+          "    for (int64_t mgl = 0; mgl < {mbl}; ++mgl)\n"
+          "    for (int64_t kh = 0; kh < {KH}; ++kh)\n"
+          "    for (int64_t kw = 0; kw < {KW}; ++kw) {{\n"
+          "      const float* cr = cols + ((mgl * {KH} + kh) * {KW} + kw) * {ncols};\n"
+          "      float* ym = yg + (({mg0}) + mgl) * {OHW};\n"
+          "      const int64_t off = kw * {DW} - {PW};\n"
+          "      int64_t lo = off < 0 ? (-off + {SW} - 1) / {SW} : 0;\n"
+          "      int64_t hi = {OW} - 1 - off < 0 ? 0 : ({OW} - 1 - off) / {SW} + 1;\n"
+          "      if (lo < ({iw0})) lo = ({iw0});\n"
+          "      if (hi > ({iw0}) + {wbl}) hi = ({iw0}) + {wbl};\n"
+          "      for (int64_t i = 0; i < {hbl}; ++i) {{\n"
+          "        const int64_t oh = (({ih0}) + i) * {SH} - {PH} + kh * {DH};\n"
+          "        if (oh < 0 || oh >= {OH}) continue;\n"
+          "        const int64_t base = oh * {OW} + off;\n"
+          "        const float* ci = cr + i * {wbl};\n"
+          "        for (int64_t iw = lo; iw < hi; ++iw) ym[base + iw * {SW}] += ci[iw - ({iw0})];\n"
+          "      }}\n"
+          "    }}\n",
+          fmt::arg("mbl", mbl), fmt::arg("KH", b.KH), fmt::arg("KW", b.KW), fmt::arg("ncols", ncols), fmt::arg("mg0", mg0),
+          fmt::arg("OHW", OHW), fmt::arg("DW", b.DW), fmt::arg("PW", b.PW), fmt::arg("SW", b.SW), fmt::arg("OW", b.OW),
+          fmt::arg("iw0", iw0), fmt::arg("wbl", wbl), fmt::arg("hbl", hbl), fmt::arg("ih0", ih0), fmt::arg("SH", b.SH),
+          fmt::arg("PH", b.PH), fmt::arg("DH", b.DH), fmt::arg("OH", b.OH));
+    }
+    return s + "    }\n";
+  };
+  // Full blocks in loops, edge blocks with their own literal sizes.
+  auto split = [](int64_t total, int64_t step, const std::string& var,
+                  const std::function<std::string(const std::string&, int64_t)>& body) {
+    std::string s;
+    int64_t full = total / step * step;
+    if (full == step) s += body("0", step);
+    else if (full > 0)
+      s += fmt::format("  for (int64_t {v} = 0; {v} < {full}; {v} += {step}) {{\n", fmt::arg("v", var),
+                       fmt::arg("full", full), fmt::arg("step", step)) +
+           body(var, step) + "  }\n";
+    if (total > full) s += body(std::to_string(full), total - full);
+    return s;
+  };
+  std::string blocks = split(g.MG, b.mb, "mg0", [&](const std::string& mg0, int64_t mbl) {
+    if (b.wb == b.W)
+      return split(b.H, b.hb, "ih0", [&](const std::string& ih0, int64_t hbl) { return block(mg0, mbl, ih0, hbl, "0", b.W); });
+    std::string s = fmt::format("  for (int64_t ih = 0; ih < {}; ++ih) {{\n", b.H);
+    s += split(b.W, b.wb, "iw0", [&](const std::string& iw0, int64_t wbl) { return block(mg0, mbl, "ih", 1, iw0, wbl); });
+    return s + "  }\n";
+  });
+
+  std::string init, sweep;
+  if (!b.exact_cover) {
+    init = fmt::format(
+        "    for (int64_t m = 0; m < {M}; ++m) {{\n"
+        "      const float bv = {bias};\n"
+        "      for (int64_t i = 0; i < {OHW}; ++i) yn[m * {OHW} + i] = bv;\n"
+        "    }}\n",
+        fmt::arg("M", g.M), fmt::arg("bias", node.input(2) ? fmt::format("{}[m]", ctx.in[2]) : "0.0f"),
+        fmt::arg("OHW", OHW));
+    if (ctx.has_epilogue)
+      sweep = fmt::format("    for (int64_t i = 0; i < {MOHW}; ++i) {{\n      float v = yn[i];\n{ep}      yn[i] = v;\n    }}\n",
+                          fmt::arg("MOHW", g.M * OHW), fmt::arg("ep", epilogue(fmt::format("n * {} + i", g.M * OHW))));
+  }
+  return fmt::format(
+      "  float* cols = {scratch};\n"
+      "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+      "    float* yn = {y} + n * {MOHW};\n"
+      "    (void)yn;\n"
+      "{init}"
+      "    for (int64_t gi = 0; gi < {G}; ++gi) {{\n"
+      "      const float* xg = {x} + (n * {C} + gi * {CG}) * {HW};\n"
+      "      const float* wg = {w} + gi * {GW};\n"
+      "      float* yg = yn + gi * {MG} * {OHW};\n"
+      "      (void)yg;\n"
+      "{blocks}"
+      "    }}\n"
+      "{sweep}"
+      "  }}\n",
+      fmt::arg("scratch", ctx.scratch), fmt::arg("N", g.N), fmt::arg("y", ctx.out[0]), fmt::arg("MOHW", g.M * OHW),
+      fmt::arg("init", init), fmt::arg("G", g.G), fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C), fmt::arg("CG", g.CG),
+      fmt::arg("HW", HW), fmt::arg("w", ctx.in[1]), fmt::arg("GW", R * g.CG), fmt::arg("MG", g.MG),
+      fmt::arg("OHW", OHW), fmt::arg("blocks", blocks), fmt::arg("sweep", sweep));
+}
+
+uint64_t conv_transpose_scratch_bytes(const Node& node) {
+  ConvTransposeGeometry g = conv_transpose_geometry(node);
+  if (g.in.size() > 2) return 0;
+  return static_cast<uint64_t>(conv_transpose_blocks(g).cols_floats) * sizeof(float);
+}
+
 }  // namespace
 
 void register_conv_transpose_ops(std::map<std::string, OpDef>& t) {
@@ -207,6 +450,7 @@ void register_conv_transpose_ops(std::map<std::string, OpDef>& t) {
   d.infer = infer_conv_transpose;
   d.reference = reference_conv_transpose;
   d.lower = lower_conv_transpose;
+  d.scratch_bytes = conv_transpose_scratch_bytes;
   t[d.type] = d;
 }
 

@@ -94,6 +94,31 @@ void pack_recurrent(Graph& graph, Node& node, int64_t panel_width) {
   }
 }
 
+// Constant ConvTranspose weights (1-D or 2-D) [C, OCG, taps...] as the A operand of
+// its per-group GEMM: W_g^T, [G, OCG * taps, ICG] row-major, so the tiles read A rows
+// contiguously. `kernel_shape` keeps the kernel's spatial shape.
+void pack_conv_transpose(Graph& graph, Node& node) {
+  if (node.attrs.count("gemm_a_weights") || !node.inputs[1]->is_constant() || node.inputs[1]->dtype != DType::F32)
+    return;
+  const Tensor& w = *node.inputs[1]->constant;
+  size_t rank = node.inputs[0]->shape.size();
+  if ((rank != 3 && rank != 4) || w.shape.size() != rank) return;
+  int64_t groups = node.attr_int("group", 1), c = w.shape[0];
+  int64_t taps = 1;
+  for (size_t i = 2; i < rank; ++i) taps *= w.shape[i];
+  if (groups <= 0 || c % groups) return;
+  int64_t cg = c / groups, rows = w.shape[1] * taps;
+  Tensor packed(DType::F32, {groups, rows, cg});
+  const float* src = w.data<float>();
+  float* dst = packed.data<float>();
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t k = 0; k < cg; ++k)
+      for (int64_t r = 0; r < rows; ++r) dst[(g * rows + r) * cg + k] = src[(g * cg + k) * rows + r];
+  node.attrs["kernel_shape"] = std::vector<int64_t>(w.shape.begin() + 2, w.shape.end());
+  node.inputs[1] = graph.add_constant(graph.unique_name(node.name + ".gemm_a"), std::move(packed));
+  node.attrs["gemm_a_weights"] = int64_t{1};
+}
+
 }  // namespace
 
 // Gemm kernels read B as row-major [K, N]; a constant B stored [N, K] (transB = 1, as
@@ -101,14 +126,19 @@ void pack_recurrent(Graph& graph, Node& node, int64_t panel_width) {
 // panel width (the target's GEMM tile width), constant B of Gemm and of a MatMul whose
 // B is one 2-D matrix is then stored as tile-wide panels; the node records the width
 // and the logical column count (attributes `b_panel_width`, `b_cols`). A pointwise
-// convolution over few pixels gets its weights transposed into such panels too, and
-// recurrent ops get their W and R laid out for their kernels (pack_recurrent).
+// convolution over few pixels gets its weights transposed into such panels too,
+// recurrent ops get their W and R laid out for their kernels (pack_recurrent), and a
+// 1-D or 2-D ConvTranspose its weights as its GEMM's A operand.
 void pack_weights(Graph& graph, int64_t panel_width) {
   for (auto& owned : graph.nodes()) {
     Node& node = *owned;
     bool gemm = node.op_type == "Gemm", matmul = node.op_type == "MatMul";
     if (node.op_type == "LSTM" || node.op_type == "GRU" || node.op_type == "RNN") {
       pack_recurrent(graph, node, panel_width);
+      continue;
+    }
+    if (panel_width > 0 && node.op_type == "ConvTranspose") {
+      pack_conv_transpose(graph, node);
       continue;
     }
     if (panel_width > 0 && wants_transposed_pointwise(node)) {
