@@ -10,7 +10,7 @@
 #   --zoo         the model zoo (bench/zoo) -> bench/ZOO.md, zoo.json (default --rounds 5
 #                 --budget 1.0)
 #   --sweep       the layer sweep (bench/sweep) -> bench/SWEEP.md, sweep.json; --quick: the
-#                 fixed ~40-case subset
+#                 fixed ~40-case subset -> bench/SWEEP_QUICK.md, sweep_quick.json
 #   --models      comma-separated subset of the suite's models (default: all); the
 #                 `null` model is always measured (it gives the per-call floors)
 #   --rounds      alternating rounds per model and engine (default 7; sweep 5, quick 3)

@@ -6,7 +6,8 @@ case generation, peak and bandwidth probes); see bench/README.md. Compiles every
 with `ingot compile` (in parallel, with a timeout), then for each case: checks ingot's
 and ORT's outputs against the PyTorch reference, then alternates `ingot bench` and ORT
 (one long-lived `ort_bench.js --serve` process) for --rounds rounds and takes medians.
-Writes bench/SWEEP.md (worst ratio first) and bench/sweep.json.
+Writes bench/SWEEP.md (worst ratio first) and bench/sweep.json; with --quick,
+bench/SWEEP_QUICK.md and bench/sweep_quick.json.
 """
 import argparse
 import concurrent.futures
@@ -332,7 +333,8 @@ def main():
                         "compile_timeout_s": args.compile_timeout},
            "null": {"ingot_median_us": ingot_null, "ort_median_us": floor},
            "summary": s, "elapsed_s": round(elapsed, 1), "problems": probs, "cases": results}
-    with open(os.path.join(BENCH, "sweep.json"), "w") as f:
+    stem = "SWEEP_QUICK" if args.quick else "SWEEP"   # a selection writes SWEEP too
+    with open(os.path.join(BENCH, stem.lower() + ".json"), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
     bw_text = ", ".join(f"{sz // 1024} KiB {g:.0f}" for sz, g in zip(bw["sizes"], bw["gbps"])) if bw else "—"
@@ -356,9 +358,9 @@ def main():
                        "run failed. See bench/README.md."]
     if probs:
         md += ["", "Problems:", ""] + ["- " + p for p in probs]
-    with open(os.path.join(BENCH, "SWEEP.md"), "w") as f:
+    with open(os.path.join(BENCH, stem + ".md"), "w") as f:
         f.write("\n".join(md) + "\n")
-    log(f"wrote bench/SWEEP.md and bench/sweep.json ({elapsed:.0f} s)")
+    log(f"wrote bench/{stem}.md and bench/{stem.lower()}.json ({elapsed:.0f} s)")
     return 1 if probs else 0
 
 
