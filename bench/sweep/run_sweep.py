@@ -127,6 +127,7 @@ def measure_case(name, info, compiled, ort, args):
         est["ort"] = ort.bench(onnx_path, inp, 3, 1, output=ort_out)[0]["median"]
         y_ort = np.load(ort_out)
     except rb.EngineError as e:
+        res.setdefault("status", "ORT failed")
         res["errors"].append(str(e))
     res["ref_absmax"] = float(np.abs(ref).max()) if ref.size else 0.0
     tol = 1e-4 + 1e-3 * max(1.0, res["ref_absmax"])
