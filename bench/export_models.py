@@ -266,9 +266,11 @@ def calibrate_batchnorm(model, shape, seed):
             model(torch.randn((4,) + tuple(shape[1:]), generator=g))
 
 
-def export_torch(name, outdir):
+def export_torch(name, spec=None):
+    """Export one torch model; spec = (constructor, input shape), by default the
+    benchmark model of that name."""
     import torch
-    ctor, shape = torch_models()[name]
+    ctor, shape = spec or torch_models()[name]
     seed = seed_of(name)
     torch.manual_seed(seed)
     model = ctor()
@@ -314,14 +316,14 @@ def export_gemm1024(name, n=1024):
     return m.SerializeToString(), x, y, dict(params=n * n)
 
 
-def export_one(name, outdir):
+def export_one(name, outdir, spec=None):
     t0 = time.time()
     if name == "null":
         onnx_bytes, x, y, extra = export_null(name)
     elif name == "gemm1024":
         onnx_bytes, x, y, extra = export_gemm1024(name)
     else:
-        onnx_bytes, x, y, extra = export_torch(name, outdir)
+        onnx_bytes, x, y, extra = export_torch(name, spec)
     model = onnx.load_from_string(onnx_bytes)
     onnx.checker.check_model(model)
     macs, ops, unknown = onnx_macs(model)
@@ -345,16 +347,19 @@ def export_one(name, outdir):
     return info
 
 
-def main():
-    ap = argparse.ArgumentParser(description="Export the benchmark models to ONNX.")
-    ap.add_argument("--out", default=DEFAULT_OUT, help="output folder (default: bench/models)")
-    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(ALL))
+def main(specs=None, names=None, default_out=DEFAULT_OUT, what="the benchmark models"):
+    """Export the benchmark models, or the torch models `names` that specs() (a function
+    returning name -> (constructor, input shape)) builds, into the folder's manifest."""
+    known = names or ALL
+    ap = argparse.ArgumentParser(description=f"Export {what} to ONNX.")
+    ap.add_argument("--out", default=default_out, help=f"output folder (default: {os.path.relpath(default_out)})")
+    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(known))
     ap.add_argument("--force", action="store_true", help="re-export models already present")
     args = ap.parse_args()
-    names = [n.strip() for n in args.only.split(",") if n.strip()] or ALL
-    unknown = [n for n in names if n not in ALL]
+    names = [n.strip() for n in args.only.split(",") if n.strip()] or known
+    unknown = [n for n in names if n not in known]
     if unknown:
-        ap.error("unknown model(s): %s (known: %s)" % (",".join(unknown), ",".join(ALL)))
+        ap.error("unknown model(s): %s (known: %s)" % (",".join(unknown), ",".join(known)))
 
     os.makedirs(args.out, exist_ok=True)
     man_path = os.path.join(args.out, "manifest.json")
@@ -368,13 +373,14 @@ def main():
         have = all(os.path.isfile(base + e) for e in (".onnx", ".in.npy", ".out.npy"))
         if args.force or not have or name not in manifest:
             todo.append(name)
-    if todo and any(n in TORCH_MODELS for n in todo):
+    if todo and (specs or any(n in TORCH_MODELS for n in todo)):
         import torch
         torch.set_num_threads(1)
+    table = specs() if specs and todo else {}
     failures = {}
     for name in todo:
         try:
-            manifest[name] = export_one(name, args.out)
+            manifest[name] = export_one(name, args.out, table.get(name))
         except Exception as e:  # keep going; report at the end
             failures[name] = f"{type(e).__name__}: {e}"
             print(f"[export] {name}: FAILED {failures[name][:400]}", flush=True)

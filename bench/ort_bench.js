@@ -4,6 +4,7 @@
 //
 //   node bench/ort_bench.js --model M.onnx [--input X.npy] [--threads 1]
 //        [--iterations 100] [--warmup 10] [--output Y.npy] [--ref R.npy] [--label NAME]
+//   node bench/ort_bench.js --serve [--threads 1]
 //
 // Session: graphOptimizationLevel 'all', intraOpNumThreads --threads, interOpNumThreads 1,
 // sequential execution, default arena and memory patterns.
@@ -16,6 +17,9 @@
 // --output writes the first output of the first run as .npy (float32); --ref compares it
 // with a reference .npy (max abs diff). Input defaults to M.in.npy beside the model.
 // Prints exactly one line to stdout: a JSON object. Times in microseconds.
+// --serve keeps one process for many measurements: requests on stdin, one JSON line each,
+// results on stdout (see serve()); the sweep runner uses it to avoid a process start
+// (and a session load) per round.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -128,47 +132,117 @@ function maxAbsDiff(a, b) {
   return m;
 }
 
-function main() {
-  const a = parseArgs(process.argv);
-  const inp = readNpy(a.input);
+function openSession(model, threads) {
   const options = {
     executionProviders: ['cpu'],
     graphOptimizationLevel: 'all',
-    intraOpNumThreads: a.threads,
+    intraOpNumThreads: threads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
   };
-  initOrt();
   const t0 = process.hrtime.bigint();
   const session = new binding.InferenceSession();
-  session.loadModel(a.model, options);
+  session.loadModel(model, options);
   const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
-  const inName = session.inputMetadata[0].name;
-  const outName = session.outputMetadata[0].name;
-  const feeds = { [inName]: new ort.Tensor('float32', inp.data, inp.shape) };
-  const fetches = { [outName]: null };
+  return {
+    session, model, threads, loadMs,
+    inName: session.inputMetadata[0].name, outName: session.outputMetadata[0].name,
+  };
+}
+
+// One measurement on an open session: first run (output), warm-up, timed runs.
+function measure(s, a) {
+  const inp = readNpy(a.input);
+  const feeds = { [s.inName]: new ort.Tensor('float32', inp.data, inp.shape) };
+  const fetches = { [s.outName]: null };
   const runOptions = {};
 
-  const first = session.run(feeds, fetches, runOptions)[outName];
+  const first = s.session.run(feeds, fetches, runOptions)[s.outName];
   const result = {
     engine: 'onnxruntime-node', ort_version: ort.env.versions.common, model: a.label,
-    threads: a.threads, iterations: a.iterations, warmup: a.warmup,
-    load_ms: Math.round(loadMs * 10) / 10, output_shape: first.dims.map(Number),
+    threads: s.threads, iterations: a.iterations, warmup: a.warmup,
+    load_ms: Math.round(s.loadMs * 10) / 10, output_shape: first.dims.map(Number),
   };
   if (a.output) writeNpy(a.output, first.data, first.dims.map(Number));
   if (a.ref) result.max_abs_diff_vs_ref = maxAbsDiff(first.data, readNpy(a.ref).data);
 
-  for (let i = 0; i < a.warmup; i++) session.run(feeds, fetches, runOptions);
+  for (let i = 0; i < a.warmup; i++) s.session.run(feeds, fetches, runOptions);
   const micros = new Float64Array(a.iterations);
   for (let i = 0; i < a.iterations; i++) {
     const start = process.hrtime.bigint();
-    session.run(feeds, fetches, runOptions);
+    s.session.run(feeds, fetches, runOptions);
     const end = process.hrtime.bigint();
     micros[i] = Number(end - start) / 1e3;
   }
   Object.assign(result, { unit: 'us' }, summarize(micros));
   result.peak_rss_kb = process.resourceUsage().maxRSS;
-  session.dispose();
+  return result;
+}
+
+// Lines of standard input, read synchronously.
+function* stdinLines() {
+  const buf = Buffer.alloc(1 << 16);
+  let pending = '';
+  for (;;) {
+    let n;
+    try {
+      n = fs.readSync(0, buf, 0, buf.length, null);
+    } catch (e) {
+      if (e.code === 'EAGAIN') continue;
+      if (e.code === 'EOF') break;
+      throw e;
+    }
+    if (n === 0) break;
+    pending += buf.toString('utf8', 0, n);
+    let i;
+    while ((i = pending.indexOf('\n')) >= 0) {
+      yield pending.slice(0, i);
+      pending = pending.slice(i + 1);
+    }
+  }
+  if (pending.trim()) yield pending;
+}
+
+// --serve: one JSON request per input line ({"model", "input", "iterations", "warmup",
+// "output"?, "ref"?, "label"?}), one JSON result per output line ({"error": ...} on a
+// failure). The session of the latest model stays open until another model is asked for.
+function serve(threads) {
+  let s = null;
+  for (const line of stdinLines()) {
+    if (!line.trim()) continue;
+    let result;
+    try {
+      const req = JSON.parse(line);
+      if (!s || s.model !== req.model) {
+        if (s) s.session.dispose();
+        s = null;
+        s = openSession(req.model, threads);
+      }
+      const stem = req.model.replace(/\.onnx$/, '');
+      result = measure(s, {
+        input: req.input || stem + '.in.npy', output: req.output, ref: req.ref,
+        label: req.label || path.basename(stem),
+        iterations: Math.max(1, req.iterations || 100), warmup: req.warmup || 0,
+      });
+    } catch (e) {
+      result = { error: String(e && e.message || e).split('\n')[0] };
+    }
+    process.stdout.write(JSON.stringify(result) + '\n');
+  }
+  if (s) s.session.dispose();
+}
+
+function main() {
+  initOrt();
+  if (process.argv.includes('--serve')) {
+    const i = process.argv.indexOf('--threads');
+    serve(i > 0 ? Number(process.argv[i + 1]) : 1);
+    return;
+  }
+  const a = parseArgs(process.argv);
+  const s = openSession(a.model, a.threads);
+  const result = measure(s, a);
+  s.session.dispose();
   process.stdout.write(JSON.stringify(result) + '\n');
 }
 

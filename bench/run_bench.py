@@ -30,6 +30,19 @@ RATIO_MODELS = ["mlp", "cnn_small", "kws_dscnn", "tiny_transformer", "mobilenet_
 EXTRA_MODELS = ["gemm1024"]
 ALL_MODELS = RATIO_MODELS + EXTRA_MODELS
 NULL = "null"
+ZOO_DIR = os.path.join(BENCH, "zoo", "models")
+
+
+def suite(name):
+    """What a suite measures and where it writes: the seven models (+ gemm1024), or the
+    zoo (bench/zoo/export_zoo.py). The `null` model always comes from bench/models."""
+    if name == "zoo":
+        sys.path.insert(0, os.path.join(BENCH, "zoo"))
+        from export_zoo import ZOO
+        return dict(dir=ZOO_DIR, ratio=list(ZOO), extra=[], md="ZOO.md", json="zoo.json",
+                    title="ingot vs ONNX Runtime: model zoo")
+    return dict(dir=MODELS_DIR, ratio=RATIO_MODELS, extra=EXTRA_MODELS, md="RESULTS.md",
+                json="results.json", title="ingot vs ONNX Runtime: results")
 
 MIN_ITERATIONS = 5        # per engine and round, when sized by the time budget
 MAX_ITERATIONS = 20000
@@ -68,34 +81,36 @@ class EngineError(Exception):
 
 # ------------------------------------------------------------------ engines
 
-def ingot_compile(name):
-    out = os.path.join(WORK, "ingot", name + ".ingot")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    if os.path.exists(out):
-        os.remove(out)
+def fresh(path):
+    """Make the folder of `path` and remove a stale file there."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.exists(path):
+        os.remove(path)
+    return path
+
+
+def ingot_compile(model, out, timeout=PROC_TIMEOUT_S):
+    """Compile model (.onnx) into out (.ingot); return (out, seconds)."""
+    fresh(out)
     t0 = time.time()
-    rc, _, err = run_proc([INGOT, "compile", os.path.join(MODELS_DIR, name + ".onnx"), "-o", out])
+    rc, _, err = run_proc([INGOT, "compile", model, "-o", out], timeout=timeout)
     dt = time.time() - t0
+    if rc == 124:
+        raise EngineError(f"compile timed out after {timeout} s")
     if rc != 0:
         raise EngineError("compile failed: " + first_line(err))
     return out, dt
 
 
-def ingot_output(module, name):
-    out = os.path.join(WORK, "out", name + ".ingot.npy")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    if os.path.exists(out):
-        os.remove(out)
-    rc, _, err = run_proc([INGOT, "run", module, "--input=@" + os.path.join(MODELS_DIR, name + ".in.npy"),
-                           "--output=@" + out, "--no-print"])
+def ingot_output(module, inp, out):
+    rc, _, err = run_proc([INGOT, "run", module, "--input=@" + inp, "--output=@" + fresh(out), "--no-print"])
     if rc != 0:
         raise EngineError("run failed: " + first_line(err))
     return np.load(out)
 
 
-def ingot_bench(module, name, iterations, warmup):
-    rc, out, err = run_proc([INGOT, "bench", module,
-                             "--input=@" + os.path.join(MODELS_DIR, name + ".in.npy"),
+def ingot_bench(module, inp, iterations, warmup):
+    rc, out, err = run_proc([INGOT, "bench", module, "--input=@" + inp,
                              f"--iterations={iterations}", f"--warmup={warmup}", "--json"])
     if rc != 0:
         raise EngineError("bench failed: " + first_line(err))
@@ -103,9 +118,8 @@ def ingot_bench(module, name, iterations, warmup):
     return {k: r[k] for k in ("min", "median", "p90", "p99", "max", "mean", "stddev")}
 
 
-def ort_bench(name, iterations, warmup, output=None):
-    cmd = ["node", ORT_JS, "--model", os.path.join(MODELS_DIR, name + ".onnx"),
-           "--input", os.path.join(MODELS_DIR, name + ".in.npy"), "--threads", "1",
+def ort_bench(model, inp, iterations, warmup, output=None):
+    cmd = ["node", ORT_JS, "--model", model, "--input", inp, "--threads", "1",
            "--iterations", str(iterations), "--warmup", str(warmup)]
     if output:
         cmd += ["--output", output]
@@ -155,13 +169,14 @@ def max_abs_diff(a, b):
     return float(np.nan_to_num(d, nan=np.inf).max()) if d.size else 0.0
 
 
-def measure_model(name, args, manifest):
+def measure_model(name, args, manifest, models_dir=MODELS_DIR):
     info = manifest.get(name, {})
     res = {"model": name, "gflops": info.get("gflops", 0.0), "errors": []}
-    ref = np.load(os.path.join(MODELS_DIR, name + ".out.npy"))
+    onnx_path, inp = (os.path.join(models_dir, name + e) for e in (".onnx", ".in.npy"))
+    ref = np.load(os.path.join(models_dir, name + ".out.npy"))
     module = None
     try:
-        module, compile_s = ingot_compile(name)
+        module, compile_s = ingot_compile(onnx_path, os.path.join(WORK, "ingot", name + ".ingot"))
         res["compile_s"] = round(compile_s, 2)
         res["module_bytes"] = os.path.getsize(module)
     except EngineError as e:
@@ -173,18 +188,15 @@ def measure_model(name, args, manifest):
     est = {}
     if module:
         try:
-            y_ingot = ingot_output(module, name)
-            est["ingot"] = ingot_bench(module, name, 3, 1)["median"]
+            y_ingot = ingot_output(module, inp, os.path.join(WORK, "out", name + ".ingot.npy"))
+            est["ingot"] = ingot_bench(module, inp, 3, 1)["median"]
         except EngineError as e:
             res["errors"].append("ingot " + str(e))
             log(f"[{name}] ingot {e}")
             module = None
-    ort_out = os.path.join(WORK, "out", name + ".ort.npy")
-    os.makedirs(os.path.dirname(ort_out), exist_ok=True)
-    if os.path.exists(ort_out):
-        os.remove(ort_out)
+    ort_out = fresh(os.path.join(WORK, "out", name + ".ort.npy"))
     try:
-        stats, full = ort_bench(name, 3, 1, output=ort_out)
+        stats, full = ort_bench(onnx_path, inp, 3, 1, output=ort_out)
         est["ort"] = stats["median"]
         res["ort_version"] = full.get("ort_version")
         res["ort_load_ms"] = full.get("load_ms")
@@ -208,9 +220,9 @@ def measure_model(name, args, manifest):
             n, w = plan[e]
             try:
                 if e == "ingot":
-                    stats = ingot_bench(module, name, n, w)
+                    stats = ingot_bench(module, inp, n, w)
                 else:
-                    stats = ort_bench(name, n, w)[0]
+                    stats = ort_bench(onnx_path, inp, n, w)[0]
             except EngineError as err:
                 res["errors"].append(f"{e} round {r + 1}: {err}")
                 log(f"[{name}] {e} round {r + 1}: {err}")
@@ -228,7 +240,7 @@ def measure_model(name, args, manifest):
     return res
 
 
-def derive(results, peak):
+def derive(results, peak, ratio_models=RATIO_MODELS):
     """Ratios, GFLOP/s and the summary figures."""
     by = {r["model"]: r for r in results}
     ort_null = by.get(NULL, {}).get("ort")
@@ -251,14 +263,14 @@ def derive(results, peak):
             r["ort_gflops_per_s_best_round"] = r["gflops"] / (o["best_round_median"] * 1e-6)
             r["ort_gflops_per_s"] = r["gflops"] / (o["median"] * 1e-6)
             r["ort_pct_peak"] = 100.0 * r["ort_gflops_per_s"] / peak if peak else None
-    ratios = [by[m]["ratio_floor"] for m in RATIO_MODELS if m in by and "ratio_floor" in by[m]]
-    raw = [by[m]["ratio"] for m in RATIO_MODELS if m in by and "ratio_floor" in by[m]]
+    ratios = [by[m]["ratio_floor"] for m in ratio_models if m in by and "ratio_floor" in by[m]]
+    raw = [by[m]["ratio"] for m in ratio_models if m in by and "ratio_floor" in by[m]]
     gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
     return {
         "geomean_ratio_floor": gm(ratios),
         "geomean_ratio": gm(raw),
-        "geomean_models": [m for m in RATIO_MODELS if m in by and "ratio_floor" in by[m]],
-        "geomean_missing": [m for m in RATIO_MODELS if not (m in by and "ratio_floor" in by[m])],
+        "geomean_models": [m for m in ratio_models if m in by and "ratio_floor" in by[m]],
+        "geomean_missing": [m for m in ratio_models if m in by and "ratio_floor" not in by[m]],
         "ingot_null_median_us": ingot_null["median"] if ingot_null else None,
         "ort_null_median_us": floor,
     }
@@ -321,7 +333,7 @@ def summary_lines(summary, peak, rounds, by):
     used = summary["geomean_models"]
     lines = []
     if gm is not None:
-        scope = f"{len(used)} of {len(RATIO_MODELS)} models"
+        scope = f"{len(used)} of {len(used) + len(summary['geomean_missing'])} models"
         if summary["geomean_missing"]:
             scope += " (missing: " + ", ".join(summary["geomean_missing"]) + ")"
         lines.append(f"Geometric mean of ingot/ORT median ratios, ORT floor subtracted: "
@@ -409,8 +421,9 @@ def git_describe():
 def main():
     ap = argparse.ArgumentParser(
         prog="bench/run.sh",
-        usage="bench/run.sh [--models a,b] [--rounds N] [--iterations N] [--budget S] [--peak GFLOPS]")
-    ap.add_argument("--models", default=",".join(ALL_MODELS))
+        usage="bench/run.sh [--zoo] [--models a,b] [--rounds N] [--iterations N] [--budget S] [--peak GFLOPS]")
+    ap.add_argument("--suite", choices=("models", "zoo"), default="models")
+    ap.add_argument("--models", default="")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iterations", type=int, default=0)
     ap.add_argument("--budget", type=float, default=1.5)
@@ -421,10 +434,12 @@ def main():
     args = ap.parse_args()
     if args.rounds < 1 or args.iterations < 0 or args.budget <= 0:
         ap.error("--rounds must be >= 1, --iterations >= 0, --budget > 0")
-    names = [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ALL_MODELS + [NULL]]
+    st = suite(args.suite)
+    known = st["ratio"] + st["extra"]
+    names = [n.strip() for n in args.models.split(",") if n.strip()] or known
+    unknown = [n for n in names if n not in known + [NULL]]
     if unknown:
-        ap.error("unknown model(s): " + ", ".join(unknown) + " (known: " + ", ".join(ALL_MODELS) + ")")
+        ap.error("unknown model(s): " + ", ".join(unknown) + " (known: " + ", ".join(known) + ")")
     names = [NULL] + [n for n in names if n != NULL]   # the floor is always measured
     if args.check_args:
         print(",".join(names))
@@ -432,6 +447,9 @@ def main():
 
     with open(os.path.join(MODELS_DIR, "manifest.json")) as f:
         manifest = json.load(f)
+    if st["dir"] != MODELS_DIR:
+        with open(os.path.join(st["dir"], "manifest.json")) as f:
+            manifest.update(json.load(f))
     peak_info = {}
     if args.peak_json:
         peak_info = json.loads(args.peak_json)
@@ -444,17 +462,17 @@ def main():
     for name in names:
         t = time.time()
         log(f"[{name}] measuring ...")
-        results.append(measure_model(name, args, manifest))
+        results.append(measure_model(name, args, manifest, MODELS_DIR if name == NULL else st["dir"]))
         r = results[-1]
         i, o = r.get("ingot"), r.get("ort")
         log(f"[{name}] ingot {us(i and i['median'])} µs, ORT {us(o and o['median'])} µs "
             f"({time.time() - t:.0f} s)")
-    summary = derive(results, peak)
+    summary = derive(results, peak, st["ratio"])
     by = {r["model"]: r for r in results}
     elapsed = time.time() - t0
     load_after = os.getloadavg()
 
-    table_models = [m for m in names if m in RATIO_MODELS] + [m for m in names if m in EXTRA_MODELS]
+    table_models = [m for m in names if m in st["ratio"]] + [m for m in names if m in st["extra"]]
     rows = [row(by[m]) for m in table_models]
     lines = summary_lines(summary, peak, args.rounds, by)
     probs = problems(results)
@@ -489,11 +507,11 @@ def main():
         "summary": summary, "elapsed_s": round(elapsed, 1), "problems": probs, "noise": noise,
         "models": results,
     }
-    with open(os.path.join(BENCH, "results.json"), "w") as f:
+    with open(os.path.join(BENCH, st["json"]), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
 
-    md = ["# ingot vs ONNX Runtime: results", "",
+    md = ["# " + st["title"], "",
           f"- Date: {started.strftime('%Y-%m-%d %H:%M UTC')}",
           f"- Machine: {machine['cpu']}, {machine['cores']} cores, Linux {machine['kernel']}; "
           f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after",
@@ -520,9 +538,9 @@ def main():
     if noise:
         md += ["", "Noisy (round medians disagree; the median over rounds absorbs some of it):",
                ""] + ["- " + p for p in noise]
-    with open(os.path.join(BENCH, "RESULTS.md"), "w") as f:
+    with open(os.path.join(BENCH, st["md"]), "w") as f:
         f.write("\n".join(md) + "\n")
-    log(f"wrote {rel(os.path.join(BENCH, 'RESULTS.md'))} and {rel(os.path.join(BENCH, 'results.json'))} "
+    log(f"wrote {rel(os.path.join(BENCH, st['md']))} and {rel(os.path.join(BENCH, st['json']))} "
         f"({elapsed:.0f} s)")
     return 1 if probs else 0
 
