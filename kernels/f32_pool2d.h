@@ -8,8 +8,60 @@ INGOT_INLINE void f32_maxpool2d_plane_portable(float* INGOT_RESTRICT y, const fl
                                                ingot_index_t W, ingot_index_t OH, ingot_index_t OW, ingot_index_t KH, ingot_index_t KW,
                                                ingot_index_t SH, ingot_index_t SW, ingot_index_t PH, ingot_index_t PW, ingot_index_t DH,
                                                ingot_index_t DW) {
+  /* Output columns whose whole window lies inside the row ([lo, hi)) take the taps
+   * outer and the columns inner: no bounds test per tap, and the column loop
+   * vectorizes. Edge columns test each tap. A NaN anywhere in the window is the result,
+   * as in ONNX and torch (a plain v > m would skip it). */
+  ingot_index_t lo = (PW + SW - 1) / SW;
+  ingot_index_t hi = W - 1 - (KW - 1) * DW + PW >= 0 ? (W - 1 - (KW - 1) * DW + PW) / SW + 1 : 0;
+  if (lo > OW) lo = OW;
+  if (hi > OW) hi = OW;
+  if (hi < lo) hi = lo;
+  /* Stride 1 with the output as wide as the input: the rows whose window lies inside
+   * the plane are one flat run, each tap a shifted max over it (long vector loops
+   * instead of short ones per row); the run's wrapped edge columns are junk that the
+   * edge pass below writes again. Its first and last elements are interior, so every
+   * read stays inside the plane. */
+  ingot_index_t flat_rows_lo = OH, flat_rows_hi = OH;
+  if (SH == 1 && SW == 1 && OW == W && lo < hi) {
+    flat_rows_lo = PH;
+    flat_rows_hi = H - (KH - 1) * DH + PH;
+    if (flat_rows_hi > OH) flat_rows_hi = OH;
+    if (flat_rows_lo >= flat_rows_hi) flat_rows_lo = flat_rows_hi = OH;
+  }
+  if (flat_rows_lo < flat_rows_hi) {
+    const ingot_index_t first = flat_rows_lo * OW + lo, last = (flat_rows_hi - 1) * OW + hi;
+    for (ingot_index_t i = first; i < last; ++i) y[i] = -1.0f / 0.0f;
+    for (ingot_index_t kh = 0; kh < KH; ++kh)
+      for (ingot_index_t kw = 0; kw < KW; ++kw) {
+        const float* INGOT_RESTRICT xs = x + (kh * DH - PH) * W + (kw * DW - PW);
+        for (ingot_index_t i = first; i < last; ++i) {
+          const float v = xs[i];
+          const float m = y[i];
+          y[i] = (v > m || v != v) ? v : m;
+        }
+      }
+  }
   for (ingot_index_t oh = 0; oh < OH; ++oh) {
+    float* INGOT_RESTRICT yr = y + oh * OW;
+    if (oh < flat_rows_lo || oh >= flat_rows_hi) {
+      for (ingot_index_t ow = lo; ow < hi; ++ow) yr[ow] = -1.0f / 0.0f;
+      for (ingot_index_t kh = 0; kh < KH; ++kh) {
+        const ingot_index_t ih = oh * SH - PH + kh * DH;
+        if (ih < 0 || ih >= H) continue;
+        for (ingot_index_t kw = 0; kw < KW; ++kw) {
+          const float* INGOT_RESTRICT xr = x + ih * W - PW + kw * DW;
+          for (ingot_index_t ow = lo; ow < hi; ++ow) {
+            const float v = xr[ow * SW];
+            const float m = yr[ow];
+            yr[ow] = (v > m || v != v) ? v : m;
+          }
+        }
+      }
+    }
     for (ingot_index_t ow = 0; ow < OW; ++ow) {
+      if (ow == lo) ow = hi;
+      if (ow >= OW) break;
       float m = -1.0f / 0.0f;
       for (ingot_index_t kh = 0; kh < KH; ++kh) {
         const ingot_index_t ih = oh * SH - PH + kh * DH;
@@ -18,10 +70,10 @@ INGOT_INLINE void f32_maxpool2d_plane_portable(float* INGOT_RESTRICT y, const fl
           const ingot_index_t iw = ow * SW - PW + kw * DW;
           if (iw < 0 || iw >= W) continue;
           const float v = x[ih * W + iw];
-          m = v > m ? v : m;
+          m = (v > m || v != v) ? v : m;
         }
       }
-      y[oh * OW + ow] = m;
+      yr[ow] = m;
     }
   }
 }

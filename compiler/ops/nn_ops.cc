@@ -146,7 +146,8 @@ void reference_pool(const Node& node, const std::vector<const Tensor*>& in, std:
         if (!inside) continue;
         double v = x.as_double(plane * g.in_size() + off);
         if (kind == PoolKind::Max) {
-          if (v > acc || best < 0) {
+          // A NaN in the window is the result (ONNX, torch), so it takes the place.
+          if (v > acc || best < 0 || (std::isnan(v) && !std::isnan(acc))) {
             acc = v;
             best = pool_index(g, plane, pos, column_major);
           }

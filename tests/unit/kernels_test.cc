@@ -584,6 +584,13 @@ TEST(KernelTest, Pools) {
   k.op("MaxPool", {k.input(x)},
        {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{0, 0, 1, 1}}, {"ceil_mode", int64_t{1}}});
   k.op("MaxPool", {k.input({1, 3, 10})}, {{"kernel_shape", I{3}}, {"strides", I{2}}});
+  // Stride 1 with padding (interior columns vectorized, edges tested per tap) and a NaN
+  // that must reach every window holding it.
+  Tensor with_nan = testing::random_f32({1, 2, 9, 40}, 77);
+  with_nan.data<float>()[3 * 40 + 17] = NAN;
+  with_nan.data<float>()[81 * 4 + 7 * 40] = NAN;
+  k.op("MaxPool", {k.input_tensor(with_nan)}, {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}});
+  k.op("MaxPool", {k.input_tensor(with_nan)}, {{"kernel_shape", I{3, 5}}, {"strides", I{1, 2}}, {"pads", I{1, 2, 1, 2}}});
   for (int64_t inc : {0, 1}) {
     k.op("AveragePool", {k.input(x)},
          {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", inc}});
