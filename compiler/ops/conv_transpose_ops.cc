@@ -199,6 +199,16 @@ std::string lower_conv_transpose(LoweringContext& ctx) {
       fmt::arg("OD", O[0]), fmt::arg("OH", O[1]), fmt::arg("OW", O[2]));
 }
 
+// Every input element times its group's output channels and the whole kernel.
+uint64_t conv_transpose_flops(const Node& node) {
+  ConvTransposeGeometry g = conv_transpose_geometry(node);
+  uint64_t per_element = 2 * static_cast<uint64_t>(g.MG);
+  for (int64_t k : g.kernel) per_element *= static_cast<uint64_t>(k);
+  uint64_t inputs = static_cast<uint64_t>(g.N * g.C);
+  for (int64_t i : g.in) inputs *= static_cast<uint64_t>(i);
+  return inputs * per_element;
+}
+
 }  // namespace
 
 void register_conv_transpose_ops(std::map<std::string, OpDef>& t) {
@@ -207,6 +217,7 @@ void register_conv_transpose_ops(std::map<std::string, OpDef>& t) {
   d.infer = infer_conv_transpose;
   d.reference = reference_conv_transpose;
   d.lower = lower_conv_transpose;
+  d.flops = conv_transpose_flops;
   t[d.type] = d;
 }
 
