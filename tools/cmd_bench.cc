@@ -86,9 +86,9 @@ StepReport profile_steps(Session& session, int runs, double peak_override) {
   StepReport report;
   report.runs = runs;
   const std::vector<ingot_step_work_t> work = step_work(m);
-  report.has_work = !work.empty();
+  report.has_work = m.step_work != nullptr;
   if (report.has_work) {
-    // Before the timed runs, so the probe's heat does not land inside them.
+    // Once, before the observed runs, so no probe runs between steps.
     if (peak_override > 0) {
       report.peak.gflops = peak_override;
       report.peak_source = "--peak";
