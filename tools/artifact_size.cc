@@ -330,7 +330,7 @@ SizeBreakdown module_size_breakdown(const ingot_module_t& module, uint64_t file_
       case INGOT_SECTION_CONSTANTS:
         out.bytes[index_of(module.external_weights ? SizePart::kMetadata : SizePart::kWeights)] += e.size;
         break;
-      default:  // SIGNATURE, NAMES
+      default:  // SIGNATURE, NAMES, WORK
         out.bytes[index_of(SizePart::kMetadata)] += e.size;
         break;
     }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <initializer_list>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -291,7 +292,7 @@ TEST_F(ToolsCliTest, InspectText) {
   for (const char* part : {
            "signature:\n  input 0 'x': 2x3xf32 (24 bytes)\n  output 0 'y': 2x3xf32 (24 bytes)\n"
            "  output 1 'z': 2xi64 (16 bytes)\n",
-           "format version 1, ABI version 1", "compiler: ingot test", "flags: none",
+           "format version 2, ABI version 1", "compiler: ingot test", "flags: none",
            "SIGNATURE", "PLAN", "CONSTANTS", "CODE", "NAMES",
            "plan: 3 steps, 1 kernels, 6 bindings, 1 worker",
            "input0+0:24 arena+0:24  # x_to_arena", "const+0:16 output1+0:16  # weights_to_z",
@@ -385,6 +386,87 @@ TEST_F(ToolsCliTest, BenchText) {
   EXPECT_TRUE(contains(r.err, "--iterations")) << r.err;
   r = ingot({"bench", module_, "--input=2x3xf32=1", "--input=2x3xf32=1"});
   EXPECT_EQ(r.status, kExitError);
+}
+
+// The rows of `bench --per-step`'s table, split into words, keyed by step number.
+std::map<int, std::vector<std::string>> step_rows(const std::string& out) {
+  std::map<int, std::vector<std::string>> rows;
+  std::istringstream lines(out);
+  bool in_table = false;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> row;
+    for (std::string w; words >> w;) row.push_back(w);
+    if (!row.empty() && row[0] == "step") {
+      in_table = true;
+    } else if (in_table && !row.empty()) {
+      rows[std::stoi(row[0])] = row;
+    }
+  }
+  return rows;
+}
+
+TEST_F(ToolsCliTest, BenchPerStepShowsRates) {
+  emit::ModuleContents c = copy_module();
+  c.step_work = {{0, 48}, {1000, 48}, {0, 32}};  // made-up FLOP for a copy, to see a rate
+  emit::write_module_file(c, path("work.ingot"));
+  Result r = ingot({"bench", path("work.ingot"), "--per-step", "--iterations=3", "--peak=100"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_TRUE(contains(r.out, "peak: 100.0 GFLOP/s fp32 (given by --peak)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "total: 1.00k FLOP in ")) << r.out;
+  for (const char* column : {"us", "%", "GFLOP/s", "%peak", "GB/s", "kernel", "label"})
+    EXPECT_TRUE(contains(r.out, column)) << column << "\n" << r.out;
+  auto rows = step_rows(r.out);
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  // step, us, %, GFLOP/s, %peak, GB/s, kernel, label
+  ASSERT_EQ(rows[0].size(), 8u) << r.out;
+  EXPECT_EQ(rows[0][3], "-") << "no FLOP, no rate";
+  EXPECT_EQ(rows[0][4], "-");
+  EXPECT_EQ(rows[0][6], "(copy)");
+  EXPECT_EQ(rows[0][7], "x_to_arena");
+  EXPECT_NE(rows[1][3], "-");
+  EXPECT_EQ(rows[1][7], "arena_to_y");
+
+  r = ingot({"bench", path("work.ingot"), "--per-step", "--iterations=4", "--peak=100", "--json"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& per_step = j["per_step"];
+  EXPECT_EQ(per_step["runs"], 1);
+  EXPECT_EQ(per_step["peak_gflop_per_s"], 100.0);
+  EXPECT_EQ(per_step["peak_source"], "--peak");
+  EXPECT_EQ(per_step["total_flops"], 1000);
+  ASSERT_EQ(per_step["steps"].size(), 3u);
+  const nlohmann::json& step1 = per_step["steps"][1];
+  EXPECT_EQ(step1["step"], 1);
+  EXPECT_EQ(step1["flops"], 1000);
+  EXPECT_EQ(step1["bytes"], 48);
+  for (const char* key : {"us", "percent", "gflop_per_s", "percent_of_peak", "gb_per_s", "kernel", "label"})
+    EXPECT_TRUE(step1.contains(key)) << key;
+
+  r = ingot({"bench", path("work.ingot"), "--per-step", "--peak=0"});
+  EXPECT_EQ(r.status, kExitError);
+  EXPECT_TRUE(contains(r.err, "--peak")) << r.err;
+}
+
+TEST_F(ToolsCliTest, BenchPerStepOfStrippedModule) {
+  emit::ModuleContents c = copy_module();
+  c.strip = true;
+  emit::write_module_file(c, path("stripped.ingot"));
+  Result r = ingot({"bench", path("stripped.ingot"), "--per-step", "--iterations=3"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_TRUE(contains(r.out, "compiled with --strip")) << r.out;
+  EXPECT_FALSE(contains(r.out, "GFLOP/s")) << r.out;
+  EXPECT_FALSE(contains(r.out, "peak:")) << r.out;
+  auto rows = step_rows(r.out);
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  EXPECT_EQ(rows[2][3], "(copy)");
+
+  r = ingot({"bench", path("stripped.ingot"), "--per-step", "--iterations=3", "--json"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["per_step"]["has_work"], false);
+  EXPECT_EQ(j["per_step"]["steps"].size(), 3u);
+  EXPECT_FALSE(j["per_step"]["steps"][0].contains("flops"));
 }
 
 // ---- arguments ---------------------------------------------------------------------
@@ -488,6 +570,34 @@ TEST_F(ToolsDigitsTest, CompileRunAndCompare) {
   EXPECT_EQ(r.status, kExitOk) << r.err;
   EXPECT_TRUE(contains(r.out, "DISPATCH")) << r.out;
   EXPECT_TRUE(contains(r.out, "kernel#0")) << r.out;
+}
+
+// A compiled model carries each step's work: bench --per-step shows its rates against
+// the measured peak, inspect --plan its FLOP.
+TEST_F(ToolsDigitsTest, BenchPerStepShowsGflops) {
+  const std::string out = path("digits.ingot");
+  Result r = ingot({"compile", model_, "-o", out});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  r = ingot({"bench", out, "--per-step", "--iterations=3"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_TRUE(contains(r.out, "GFLOP/s")) << r.out;
+  EXPECT_TRUE(contains(r.out, "FMA probe, one core")) << r.out;
+  const size_t peak_at = r.out.find("peak: ");
+  ASSERT_NE(peak_at, std::string::npos) << r.out;
+  EXPECT_GT(std::stod(r.out.substr(peak_at + 6)), 0.1) << r.out;
+  auto rows = step_rows(r.out);
+  ASSERT_FALSE(rows.empty()) << r.out;
+  int with_rate = 0;
+  for (const auto& [step, row] : rows) {
+    ASSERT_GE(row.size(), 7u) << r.out;
+    if (row[3] != "-" && std::stod(row[3]) > 0) ++with_rate;
+  }
+  EXPECT_GE(with_rate, 1) << "the MLP's Gemm steps compute: " << r.out;
+
+  r = ingot({"inspect", out, "--plan"});
+  EXPECT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_TRUE(contains(r.out, "FLOP")) << r.out;
+  EXPECT_TRUE(contains(r.out, "work: ")) << r.out;
 }
 #endif
 

@@ -1,5 +1,6 @@
-// ingot bench MODULE [--input=...] [--iterations=N] [--warmup=N] [--json]: latency of
-// ingot_invoke over many runs.
+// ingot bench MODULE [--input=...] [--iterations=N] [--warmup=N] [--json] [--per-step
+// [--peak=GFLOPS]]: latency of ingot_invoke over many runs, and with --per-step each
+// step's time, rate and share of the core's peak.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "compiler/ir/error.h"
 #include "tools/commands.h"
 #include "tools/module_view.h"
+#include "tools/peak_flops.h"
 #include "tools/session.h"
 #include "tools/stats.h"
 
@@ -28,6 +30,7 @@ struct BenchArgs {
   uint64_t seed = 0;
   bool json = false;
   bool per_step = false;
+  double peak_gflops = 0;  // 0: measure
   bool flush_denormals = false;
 };
 
@@ -56,26 +59,132 @@ void flush_denormals_to_zero() {
 #endif
 }
 
-void print_step_profile(Session& session, int iterations, Streams& streams) {
+// One step's mean time and, when the module carries its work, its rates.
+struct StepRow {
+  uint32_t step = 0;
+  double us = 0;
+  double percent = 0;
+  std::string kernel, label;
+  uint64_t flops = 0, bytes = 0;
+};
+
+struct StepReport {
+  int runs = 0;
+  std::vector<StepRow> rows;  // in step order
+  bool has_work = false;      // false for a stripped module: no rates
+  PeakFlops peak;
+  std::string peak_source;    // "measured" or "--peak"
+  double total_us = 0;
+  uint64_t total_flops = 0;
+};
+
+// flops (or bytes) over microseconds, in G per second.
+double giga_per_second(uint64_t count, double us) { return us > 0 ? static_cast<double>(count) / (us * 1e3) : 0.0; }
+
+StepReport profile_steps(Session& session, int runs, double peak_override) {
   const ingot_module_t& m = session.module();
+  StepReport report;
+  report.runs = runs;
+  const std::vector<ingot_step_work_t> work = step_work(m);
+  report.has_work = m.step_work != nullptr;
+  if (report.has_work) {
+    // Once, before the observed runs, so no probe runs between steps.
+    if (peak_override > 0) {
+      report.peak.gflops = peak_override;
+      report.peak_source = "--peak";
+    } else {
+      report.peak = measure_peak_flops(m.header->features);
+      report.peak_source = "measured";
+    }
+  }
   StepProfile profile;
   profile.total_us.assign(m.plan->step_count, 0.0);
-  for (int i = 0; i < iterations; ++i) session.invoke_observed(&StepProfile::observe, &profile);
+  for (int i = 0; i < runs; ++i) session.invoke_observed(&StepProfile::observe, &profile);
   const ModuleNames names = parse_names(m.names, m.names_size, m.plan->kernel_count, m.plan->step_count);
-  std::vector<uint32_t> order(m.plan->step_count);
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return profile.total_us[a] > profile.total_us[b]; });
   double sum = 0;
   for (double t : profile.total_us) sum += t;
-  streams.out << fmt::format("per step (mean of {} observed runs; observing adds a little time):\n", iterations);
-  streams.out << fmt::format("{:>5} {:>10} {:>6}  {:<44} {}\n", "step", "us", "%", "kernel", "label");
-  for (uint32_t s : order) {
+  report.total_us = sum / runs;
+  for (uint32_t s = 0; s < m.plan->step_count; ++s) {
     const ingot_step_t& step = m.steps[s];
-    std::string kernel = step.kind == INGOT_STEP_DISPATCH ? kernel_label(names, step.kernel) : "(copy)";
-    std::string label = s < names.steps.size() ? names.steps[s] : "";
-    streams.out << fmt::format("{:>5} {:>10.2f} {:>5.1f}%  {:<44} {}\n", s, profile.total_us[s] / iterations,
-                               sum > 0 ? 100.0 * profile.total_us[s] / sum : 0.0, kernel, label);
+    StepRow row;
+    row.step = s;
+    row.us = profile.total_us[s] / runs;
+    row.percent = sum > 0 ? 100.0 * profile.total_us[s] / sum : 0.0;
+    row.kernel = step.kind == INGOT_STEP_DISPATCH ? kernel_label(names, step.kernel) : "(copy)";
+    row.label = s < names.steps.size() ? names.steps[s] : "";
+    if (report.has_work) {
+      row.flops = work[s].flops;
+      row.bytes = work[s].bytes;
+      report.total_flops += row.flops;
+    }
+    report.rows.push_back(std::move(row));
   }
+  return report;
+}
+
+double percent_of_peak(const StepReport& report, uint64_t flops, double us) {
+  return report.peak.gflops > 0 ? 100.0 * giga_per_second(flops, us) / report.peak.gflops : 0.0;
+}
+
+void print_step_report(const StepReport& report, Streams& streams) {
+  streams.out << fmt::format("per step (mean of {} observed runs; observing adds a little time):\n", report.runs);
+  std::vector<const StepRow*> order;
+  for (const StepRow& row : report.rows) order.push_back(&row);
+  std::stable_sort(order.begin(), order.end(), [](const StepRow* a, const StepRow* b) { return a->us > b->us; });
+  if (!report.has_work) {
+    streams.out << "(no per-step work in this module: it was compiled with --strip)\n";
+    streams.out << fmt::format("{:>5} {:>10} {:>6}  {:<44} {}\n", "step", "us", "%", "kernel", "label");
+    for (const StepRow* row : order) {
+      streams.out << fmt::format("{:>5} {:>10.2f} {:>5.1f}%  {:<44} {}\n", row->step, row->us, row->percent,
+                                 row->kernel, row->label);
+    }
+    return;
+  }
+  const std::string how = report.peak_source == "--peak" ? std::string("given by --peak")
+                                                         : fmt::format("{} FMA probe, one core", report.peak.isa);
+  streams.out << fmt::format("peak: {:.1f} GFLOP/s fp32 ({})\n", report.peak.gflops, how);
+  streams.out << fmt::format("total: {} FLOP in {:.2f} us: {:.2f} GFLOP/s, {:.1f}% of peak\n",
+                             format_si(static_cast<double>(report.total_flops)), report.total_us,
+                             giga_per_second(report.total_flops, report.total_us),
+                             percent_of_peak(report, report.total_flops, report.total_us));
+  streams.out << fmt::format("{:>5} {:>10} {:>6} {:>9} {:>7} {:>8}  {:<44} {}\n", "step", "us", "%", "GFLOP/s",
+                             "%peak", "GB/s", "kernel", "label");
+  for (const StepRow* row : order) {
+    // Steps that compute nothing (copies, data movement) have no FLOP rate.
+    const std::string rate = row->flops ? fmt::format("{:.2f}", giga_per_second(row->flops, row->us)) : "-";
+    const std::string share = row->flops ? fmt::format("{:.1f}%", percent_of_peak(report, row->flops, row->us)) : "-";
+    streams.out << fmt::format("{:>5} {:>10.2f} {:>5.1f}% {:>9} {:>7} {:>8.2f}  {:<44} {}\n", row->step, row->us,
+                               row->percent, rate, share, giga_per_second(row->bytes, row->us), row->kernel,
+                               row->label);
+  }
+}
+
+nlohmann::ordered_json step_report_json(const StepReport& report) {
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  for (const StepRow& row : report.rows) {
+    nlohmann::ordered_json entry = {{"step", row.step}, {"us", row.us}, {"percent", row.percent}};
+    if (report.has_work) {
+      entry["flops"] = row.flops;
+      entry["bytes"] = row.bytes;
+      entry["gflop_per_s"] = giga_per_second(row.flops, row.us);
+      entry["percent_of_peak"] = percent_of_peak(report, row.flops, row.us);
+      entry["gb_per_s"] = giga_per_second(row.bytes, row.us);
+    }
+    entry["kernel"] = row.kernel;
+    entry["label"] = row.label;
+    steps.push_back(std::move(entry));
+  }
+  nlohmann::ordered_json out = {{"runs", report.runs}, {"has_work", report.has_work}};
+  if (report.has_work) {
+    out["peak_gflop_per_s"] = report.peak.gflops;
+    out["peak_source"] = report.peak_source == "--peak" ? "--peak" : "probe:" + report.peak.isa;
+    out["total_flops"] = report.total_flops;
+    out["total_us"] = report.total_us;
+    out["gflop_per_s"] = giga_per_second(report.total_flops, report.total_us);
+    out["percent_of_peak"] = percent_of_peak(report, report.total_flops, report.total_us);
+  }
+  out["steps"] = steps;
+  return out;
 }
 
 int run_bench(const BenchArgs& args, Streams& streams) {
@@ -120,8 +229,10 @@ int run_bench(const BenchArgs& args, Streams& streams) {
         {"stddev", stats.stddev},
     };
     if (random_inputs) report["seed"] = args.seed;
+    if (args.per_step) {
+      report["per_step"] = step_report_json(profile_steps(session, std::max(1, args.iterations / 4), args.peak_gflops));
+    }
     streams.out << report.dump(2) << "\n";
-    if (args.per_step) print_step_profile(session, std::max(1, args.iterations / 4), streams);
     return kExitOk;
   }
   streams.out << fmt::format("module: {}\n", args.module);
@@ -135,7 +246,9 @@ int run_bench(const BenchArgs& args, Streams& streams) {
                              "{:>10.2f}  us\n",
                              stats.min, stats.median, stats.p90, stats.p99, stats.max, stats.mean,
                              stats.stddev);
-  if (args.per_step) print_step_profile(session, std::max(1, args.iterations / 4), streams);
+  if (args.per_step) {
+    print_step_report(profile_steps(session, std::max(1, args.iterations / 4), args.peak_gflops), streams);
+  }
   return kExitOk;
 }
 
@@ -161,7 +274,12 @@ CommandFn add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON object instead of a table");
   cmd->add_flag("--flush-denormals", args->flush_denormals,
                 "Treat denormal floats as zero while timing (x86 FTZ/DAZ)");
-  cmd->add_flag("--per-step", args->per_step, "Also time each plan step (kernel and label), slowest first");
+  cmd->add_flag("--per-step", args->per_step,
+                "Also time each plan step, slowest first, with its GFLOP/s, share of the core's peak and GB/s");
+  cmd->add_option("--peak", args->peak_gflops,
+                  "fp32 peak of one core in GFLOP/s for --per-step (default: measured by a short FMA probe)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("GFLOPS");
   return [args](Streams& streams) { return run_bench(*args, streams); };
 }
 

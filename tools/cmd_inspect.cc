@@ -51,6 +51,7 @@ struct View {
   ModuleNames names;
   std::vector<ArenaRegion> regions;
   std::optional<ExternalWeights> external;
+  std::vector<ingot_step_work_t> work;  // empty when stripped
 };
 
 std::optional<ExternalWeights> read_external_weights(const ingot_module_t& module) {
@@ -142,6 +143,10 @@ json plan_json(const View& view) {
       entry["workgroups"] = {step.wg_begin, step.wg_end};
     } else if (step.kind == INGOT_STEP_COPY) {
       entry["bytes"] = step.wg_end;
+    }
+    if (!view.work.empty()) {
+      entry["flops"] = view.work[s].flops;
+      entry["moved_bytes"] = view.work[s].bytes;
     }
     if (!view.names.steps[s].empty()) entry["label"] = view.names.steps[s];
     steps.push_back(std::move(entry));
@@ -266,8 +271,20 @@ void print_plan(const View& view, std::ostream& out) {
   for (uint32_t k = 0; k < plan.kernel_count; ++k) {
     kernel_width = std::max(kernel_width, kernel_label(view.names, k).size());
   }
-  out << fmt::format("  {:>4}  {:<8}  {:<{}}  {:<12}  {}\n", "step", "kind", "kernel", kernel_width,
-                     "workgroups", "bindings (base+offset:size)");
+  // Per-step work (WORK section): FLOP and bytes moved, with SI prefixes.
+  const bool work = !view.work.empty();
+  if (work) {
+    uint64_t flops = 0, bytes = 0;
+    for (const ingot_step_work_t& w : view.work) {
+      flops += w.flops;
+      bytes += w.bytes;
+    }
+    out << fmt::format("  work: {} FLOP, {}B moved\n", format_si(static_cast<double>(flops)),
+                       format_si(static_cast<double>(bytes)));
+  }
+  const std::string work_header = work ? fmt::format("  {:>6}  {:>6}", "FLOP", "moved") : "";
+  out << fmt::format("  {:>4}  {:<8}  {:<{}}  {:<12}{}  {}\n", "step", "kind", "kernel", kernel_width,
+                     "workgroups", work_header, "bindings (base+offset:size)");
   for (uint32_t s = 0; s < plan.step_count; ++s) {
     const ingot_step_t& step = view.module.steps[s];
     std::string kernel = "-";
@@ -283,8 +300,12 @@ void print_plan(const View& view, std::ostream& out) {
       if (b != 0) bindings += ' ';
       bindings += format_binding(view.module.bindings[step.binding_first + b]);
     }
-    std::string line = fmt::format("  {:>4}  {:<8}  {:<{}}  {:<12}  {}", s, step_kind_name(step.kind),
-                                   kernel, kernel_width, range, bindings);
+    const std::string work_cells =
+        work ? fmt::format("  {:>6}  {:>6}", format_si(static_cast<double>(view.work[s].flops)),
+                           format_si(static_cast<double>(view.work[s].bytes)) + "B")
+             : "";
+    std::string line = fmt::format("  {:>4}  {:<8}  {:<{}}  {:<12}{}  {}", s, step_kind_name(step.kind),
+                                   kernel, kernel_width, range, work_cells, bindings);
     if (!view.names.steps[s].empty()) line += "  # " + view.names.steps[s];
     out << line << "\n";
   }
@@ -396,7 +417,8 @@ int run_inspect(const InspectArgs& args, Streams& streams) {
                         module.plan->step_count),
             arena_regions(module.steps, module.plan->step_count, module.bindings,
                           module.plan->binding_count),
-            std::nullopt};
+            std::nullopt,
+            step_work(module)};
   view.external = read_external_weights(module);
   const SizeBreakdown parts = module_size_breakdown(module, file.size());
 

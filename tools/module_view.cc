@@ -111,6 +111,22 @@ std::string kernel_label(const ModuleNames& names, uint32_t kernel) {
   return fmt::format("kernel#{}", kernel);
 }
 
+std::vector<ingot_step_work_t> step_work(const ingot_module_t& module) {
+  if (module.step_work == nullptr || module.plan == nullptr) return {};
+  return {module.step_work, module.step_work + module.plan->step_count};
+}
+
+std::string format_si(double value) {
+  static const char* const kPrefixes[] = {"", "k", "M", "G", "T", "P"};
+  size_t p = 0;
+  while (value >= 999.5 && p + 1 < std::size(kPrefixes)) {
+    value /= 1000;
+    ++p;
+  }
+  if (p == 0) return fmt::format("{:.0f}", value);
+  return fmt::format("{:.{}f}{}", value, value >= 99.95 ? 0 : value >= 9.995 ? 1 : 2, kPrefixes[p]);
+}
+
 std::vector<ArenaRegion> arena_regions(const ingot_step_t* steps, uint32_t step_count,
                                        const ingot_binding_t* bindings,
                                        uint32_t binding_count) {
@@ -176,6 +192,7 @@ std::string section_kind_name(uint32_t kind) {
     case INGOT_SECTION_CONSTANTS: return "CONSTANTS";
     case INGOT_SECTION_CODE: return "CODE";
     case INGOT_SECTION_NAMES: return "NAMES";
+    case INGOT_SECTION_WORK: return "WORK";
   }
   return fmt::format("section#{}", kind);
 }

@@ -34,6 +34,12 @@ ModuleNames parse_names(const uint8_t* names, uint64_t size, uint32_t kernel_cou
 // The kernel's name, or "kernel#K" when the module has none for it (stripped).
 std::string kernel_label(const ModuleNames& names, uint32_t kernel);
 
+// The WORK section: per step, its floating-point operations and the bytes its
+// bindings move. Empty when the module has none (stripped).
+std::vector<ingot_step_work_t> step_work(const ingot_module_t& module);
+// A count with an SI prefix and three significant digits: "1.85G", "231M", "4.10k", "12".
+std::string format_si(double value);
+
 // One arena byte range bound by at least one step, with the steps that bind it.
 struct ArenaRegion {
   uint64_t offset = 0;

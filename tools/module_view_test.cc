@@ -94,6 +94,19 @@ TEST(ToolsModuleView, Names) {
   EXPECT_EQ(section_kind_name(INGOT_SECTION_CODE), "CODE");
   EXPECT_EQ(section_kind_name(42), "section#42");
   EXPECT_EQ(step_kind_name(INGOT_STEP_COPY), "COPY");
+  EXPECT_EQ(section_kind_name(INGOT_SECTION_WORK), "WORK");
+}
+
+TEST(ModuleViewTest, FormatSi) {
+  EXPECT_EQ(format_si(0), "0");
+  EXPECT_EQ(format_si(12), "12");
+  EXPECT_EQ(format_si(999), "999");
+  EXPECT_EQ(format_si(1000), "1.00k");
+  EXPECT_EQ(format_si(4104), "4.10k");
+  EXPECT_EQ(format_si(231.2e6), "231M");
+  EXPECT_EQ(format_si(1.853e9), "1.85G");
+  EXPECT_EQ(format_si(99.97e9), "100G");
+  EXPECT_EQ(format_si(999.7e3), "1.00M");
 }
 
 }  // namespace

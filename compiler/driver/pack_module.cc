@@ -1,5 +1,7 @@
 #include "compiler/driver/pack_module.h"
 
+#include "compiler/ops/op_table.h"
+
 namespace ingot::driver {
 
 emit::ModuleContents pack_module_contents(const Graph& graph, const schedule::Plan& plan,
@@ -41,6 +43,16 @@ emit::ModuleContents pack_module_contents(const Graph& graph, const schedule::Pl
     }
     m.steps.push_back(st);
     m.step_labels.push_back(step.label);
+    // What the step reads and writes (scratch stays in cache and is not counted).
+    ingot_step_work_t work{};
+    if (step.kind == INGOT_STEP_DISPATCH) {
+      if (step.node) work.flops = ops::node_flops(*step.node);
+      for (const Value* v : step.bindings)
+        if (v != step.scratch) work.bytes += v->byte_size();
+    } else if (step.kind == INGOT_STEP_COPY) {
+      work.bytes = 2 * step.copy_bytes;
+    }
+    m.step_work.push_back(work);
   }
   m.constants = plan.constants;
   return m;

@@ -168,6 +168,17 @@ std::vector<uint8_t> names_section(const ModuleContents& c) {
   return out;
 }
 
+std::vector<uint8_t> work_section(const ModuleContents& c) {
+  if (c.step_work.size() > c.steps.size()) {
+    fail("module has {} step work entries for {} steps", c.step_work.size(), c.steps.size());
+  }
+  std::vector<ingot_step_work_t> work = c.step_work;
+  work.resize(c.steps.size(), ingot_step_work_t{});  // missing entries are zero
+  std::vector<uint8_t> out;
+  append_array(out, std::span<const ingot_step_work_t>(work));
+  return out;
+}
+
 std::vector<uint8_t> constants_section(const ModuleContents& c) {
   if (c.external_weights_path.empty()) return c.constants;
   const std::string& path = c.external_weights_path;
@@ -200,7 +211,10 @@ std::vector<uint8_t> serialize_module(const ModuleContents& contents) {
   std::vector<Section> sections;
   sections.push_back({INGOT_SECTION_SIGNATURE, signature_section(contents)});
   sections.push_back({INGOT_SECTION_PLAN, plan_section(contents)});
-  if (!contents.strip) sections.push_back({INGOT_SECTION_NAMES, names_section(contents)});
+  if (!contents.strip) {
+    sections.push_back({INGOT_SECTION_NAMES, names_section(contents)});
+    sections.push_back({INGOT_SECTION_WORK, work_section(contents)});
+  }
   sections.push_back({INGOT_SECTION_CODE, contents.code});
   sections.push_back({INGOT_SECTION_CONSTANTS, constants_section(contents)});
 

@@ -41,6 +41,9 @@ struct ModuleContents {
   bool strip = false;
   std::vector<std::string> kernel_names;
   std::vector<std::string> step_labels;
+  // WORK (omitted when strip): per step, its floating-point operations and the bytes
+  // its bindings move; steps without an entry get zeros.
+  std::vector<ingot_step_work_t> step_work;
 };
 
 // Serializes |contents| to module bytes (header, section table, aligned sections, CRCs).

@@ -391,6 +391,15 @@ std::string lower_block(LoweringContext& ctx) {
       fmt::arg("project48", project_tile("48")), fmt::arg("project_tail", project_tile("nr")));
 }
 
+// The three convolutions: expand (KxK over C, or none), depthwise 3x3 and project.
+uint64_t block_flops(const Node& node) {
+  BlockGeometry g = block_geometry(node);
+  const uint64_t expand = has_expand(node) ? static_cast<uint64_t>(g.H * g.W * g.E) * (g.C * g.KH * g.KW) : 0;
+  const uint64_t depthwise = static_cast<uint64_t>(g.OH * g.OW * g.E) * 9;
+  const uint64_t project = static_cast<uint64_t>(g.OH * g.OW * g.O) * g.E;
+  return 2 * (expand + depthwise + project);
+}
+
 }  // namespace
 
 void register_block_ops(std::map<std::string, OpDef>& t) {
@@ -400,6 +409,7 @@ void register_block_ops(std::map<std::string, OpDef>& t) {
   d.reference = reference_block;
   d.lower = lower_block;
   d.scratch_bytes = block_scratch_bytes;
+  d.flops = block_flops;
   t[d.type] = d;
 }
 

@@ -296,12 +296,21 @@ uint64_t conv_scratch_bytes(const Node& node) {
   return static_cast<uint64_t>(conv_scratch_floats(node, conv_strategy(node))) * sizeof(float);
 }
 
+// The direct convolution's multiply-adds whatever the strategy, so a Winograd layer's
+// rate is the direct work per second (it may exceed the core's peak).
+uint64_t conv_flops(const Node& node) {
+  const ConvGeometry c = conv_geometry(node);
+  const Window& w = c.win;
+  return 2 * static_cast<uint64_t>(w.N * c.OC * w.OH * w.OW) * static_cast<uint64_t>(c.ICG * w.KH * w.KW);
+}
+
 void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }
 
 }  // namespace
 
 void register_conv_ops(std::map<std::string, OpDef>& t) {
-  add(t, {.type = "Conv", .infer = infer_conv, .reference = reference_conv, .lower = lower_conv, .scratch_bytes = conv_scratch_bytes});
+  add(t, {.type = "Conv", .infer = infer_conv, .reference = reference_conv, .lower = lower_conv, .scratch_bytes = conv_scratch_bytes,
+              .flops = conv_flops});
 }
 
 }  // namespace ingot::ops

@@ -442,6 +442,16 @@ uint64_t conv_transpose_scratch_bytes(const Node& node) {
   return static_cast<uint64_t>(conv_transpose_blocks(g).cols_floats) * sizeof(float);
 }
 
+// Every input element times its group's output channels and the whole kernel.
+uint64_t conv_transpose_flops(const Node& node) {
+  ConvTransposeGeometry g = conv_transpose_geometry(node);
+  uint64_t per_element = 2 * static_cast<uint64_t>(g.MG);
+  for (int64_t k : g.kernel) per_element *= static_cast<uint64_t>(k);
+  uint64_t inputs = static_cast<uint64_t>(g.N * g.C);
+  for (int64_t i : g.in) inputs *= static_cast<uint64_t>(i);
+  return inputs * per_element;
+}
+
 }  // namespace
 
 void register_conv_transpose_ops(std::map<std::string, OpDef>& t) {
@@ -451,6 +461,7 @@ void register_conv_transpose_ops(std::map<std::string, OpDef>& t) {
   d.reference = reference_conv_transpose;
   d.lower = lower_conv_transpose;
   d.scratch_bytes = conv_transpose_scratch_bytes;
+  d.flops = conv_transpose_flops;
   t[d.type] = d;
 }
 

@@ -218,6 +218,15 @@ std::string lower_einsum(LoweringContext& ctx) {
   return body;
 }
 
+// One multiply per further input and one add per point of the loop nest (2 per
+// multiply-add for two inputs, as for MatMul).
+uint64_t einsum_flops(const Node& node) {
+  EinsumPlan p = einsum_plan(node);
+  uint64_t points = 1;
+  for (int64_t e : p.extent) points *= static_cast<uint64_t>(e);
+  return points * node.inputs.size();
+}
+
 }  // namespace
 
 void register_einsum_ops(std::map<std::string, OpDef>& t) {
@@ -226,6 +235,7 @@ void register_einsum_ops(std::map<std::string, OpDef>& t) {
   d.infer = infer_einsum;
   d.reference = reference_einsum;
   d.lower = lower_einsum;
+  d.flops = einsum_flops;
   t[d.type] = d;
 }
 

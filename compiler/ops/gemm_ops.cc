@@ -327,13 +327,23 @@ uint64_t matmul_scratch_bytes(const Node& node) {
   return static_cast<uint64_t>(g.K) * kWidestTile * sizeof(float);
 }
 
+uint64_t gemm_flops(const Node& node) {
+  GemmGeometry g = gemm_geometry(node);
+  return 2 * static_cast<uint64_t>(g.M * g.N) * static_cast<uint64_t>(g.K);
+}
+
+uint64_t matmul_flops(const Node& node) {
+  MatMulGeometry g = matmul_geometry(node);
+  return 2 * static_cast<uint64_t>(num_elements(g.batch) * g.M * g.N) * static_cast<uint64_t>(g.K);
+}
+
 void add(std::map<std::string, OpDef>& t, OpDef d) { t[d.type] = d; }
 
 }  // namespace
 
 void register_gemm_ops(std::map<std::string, OpDef>& t) {
-  add(t, {.type = "Gemm", .infer = infer_gemm, .reference = reference_gemm, .lower = lower_gemm, .scratch_bytes = gemm_scratch_bytes});
-  add(t, {.type = "MatMul", .infer = infer_matmul, .reference = reference_matmul, .lower = lower_matmul, .scratch_bytes = matmul_scratch_bytes});
+  add(t, {.type = "Gemm", .infer = infer_gemm, .reference = reference_gemm, .lower = lower_gemm, .scratch_bytes = gemm_scratch_bytes, .flops = gemm_flops});
+  add(t, {.type = "MatMul", .infer = infer_matmul, .reference = reference_matmul, .lower = lower_matmul, .scratch_bytes = matmul_scratch_bytes, .flops = matmul_flops});
 }
 
 }  // namespace ingot::ops

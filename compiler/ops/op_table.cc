@@ -46,6 +46,17 @@ std::vector<Tensor> run_reference(const Node& node, const std::vector<const Tens
   return out;
 }
 
+uint64_t node_flops(const Node& node) {
+  const OpDef* def = find_op(node.op_type);
+  const uint64_t elements = node.outputs.empty() ? 0 : static_cast<uint64_t>(node.outputs[0]->numel());
+  uint64_t flops = 0;
+  if (def && def->flops)
+    flops = def->flops(node);
+  else if (def && def->elementwise_arity > 0)
+    flops = elements;
+  return flops + node.epilogue.size() * elements;
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, const Node& node) {
   size_t rank = std::max(a.size(), b.size());
   Shape out(rank);

@@ -72,11 +72,20 @@ struct OpDef {
   // Bytes of arena scratch the lowering needs while it runs (im2col panels); the
   // planner gives it a lifetime of one step. Null: none.
   uint64_t (*scratch_bytes)(const Node& node) = nullptr;
+  // Floating-point operations of one run, 2 per multiply-add of the op as written
+  // (a Winograd conv counts its direct form). Null: see node_flops.
+  uint64_t (*flops)(const Node& node) = nullptr;
 };
 
 // Looks up an op; nullptr when ingot does not implement it.
 const OpDef* find_op(const std::string& type);
 std::vector<std::string> supported_ops();
+
+// Floating-point operations of a dispatch node, the one count behind the module's
+// per-step work: the op's `flops`; or, for an elementwise op, one per output element;
+// else 0 (data movement, pools, reductions, normalizations). Each fused epilogue op
+// adds one per output element.
+uint64_t node_flops(const Node& node);
 
 // Runs the op's reference implementation on constant inputs.
 std::vector<Tensor> run_reference(const Node& node, const std::vector<const Tensor*>& inputs);

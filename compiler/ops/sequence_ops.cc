@@ -621,6 +621,13 @@ std::string lower_rnn(LoweringContext& ctx) {
   return s;
 }
 
+// The input projection (S*B rows, gates*H columns, I deep) and the recurrent products
+// (the same rows and columns, H deep) per direction; the gate math is not counted.
+uint64_t rnn_flops(const Node& node) {
+  RnnGeometry g = rnn_geometry(node);
+  return 2 * static_cast<uint64_t>(g.D * g.S * g.B * g.gates * g.H) * static_cast<uint64_t>(g.I + g.H);
+}
+
 void add(std::map<std::string, OpDef>& t, const std::string& type) {
   OpDef d;
   d.type = type;
@@ -628,6 +635,7 @@ void add(std::map<std::string, OpDef>& t, const std::string& type) {
   d.reference = reference_rnn;
   d.lower = lower_rnn;
   d.scratch_bytes = rnn_scratch_bytes;
+  d.flops = rnn_flops;
   t[type] = d;
 }
 

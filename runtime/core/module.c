@@ -9,7 +9,7 @@
    INGOT_FEATURE_AVX512F | INGOT_FEATURE_AVX512BW | INGOT_FEATURE_AVX512VL |      \
    INGOT_FEATURE_AVX512DQ)
 #define INGOT_KNOWN_FLAGS (INGOT_MODULE_FLAG_STRIPPED | INGOT_MODULE_FLAG_EXTERNAL_WEIGHTS)
-#define INGOT_SECTION_KIND_COUNT 6u /* kinds are 1..5 */
+#define INGOT_SECTION_KIND_COUNT 7u /* kinds are 1..6 */
 
 typedef struct ingot_section_view_t {
   const uint8_t* data;
@@ -68,6 +68,8 @@ static const char* ingot_crc_detail_(uint32_t kind) {
       return "CONSTANTS section checksum mismatch";
     case INGOT_SECTION_CODE:
       return "CODE section checksum mismatch";
+    case INGOT_SECTION_WORK:
+      return "WORK section checksum mismatch";
     default:
       return "NAMES section checksum mismatch";
   }
@@ -332,6 +334,16 @@ static ingot_status_t ingot_parse_names_(const ingot_section_view_t* section, in
   return INGOT_OK;
 }
 
+/* One ingot_step_work_t per step. The values are only displayed by tools, so any
+ * number is acceptable; the size is what must be right. */
+static ingot_status_t ingot_parse_work_(const ingot_section_view_t* section, ingot_module_t* m) {
+  if (section->size != (uint64_t)m->plan->step_count * sizeof(ingot_step_work_t)) {
+    return ingot_fail_(m, INGOT_MALFORMED, "WORK section does not hold one entry per step");
+  }
+  m->step_work = (const ingot_step_work_t*)section->data;
+  return INGOT_OK;
+}
+
 ingot_status_t ingot_module_load(const void* data, size_t size, ingot_module_t* out_module) {
   if (out_module == NULL) return INGOT_INVALID_ARGUMENT;
   ingot_module_t* m = out_module;
@@ -402,7 +414,7 @@ ingot_status_t ingot_module_load(const void* data, size_t size, ingot_module_t* 
   uint32_t order[INGOT_MAX_SECTIONS];
   for (uint32_t i = 0; i < header->section_count; ++i) {
     const ingot_section_entry_t* e = &entries[i];
-    if (e->kind < INGOT_SECTION_SIGNATURE || e->kind > INGOT_SECTION_NAMES) {
+    if (e->kind < INGOT_SECTION_SIGNATURE || e->kind > INGOT_SECTION_WORK) {
       return ingot_fail_(m, INGOT_MALFORMED, "unknown section kind");
     }
     if (sections[e->kind].present) {
@@ -458,6 +470,11 @@ ingot_status_t ingot_module_load(const void* data, size_t size, ingot_module_t* 
                        stripped ? "stripped module has a NAMES section"
                                 : "unstripped module has no NAMES section");
   }
+  if (stripped == sections[INGOT_SECTION_WORK].present) {
+    return ingot_fail_(m, INGOT_MALFORMED,
+                       stripped ? "stripped module has a WORK section"
+                                : "unstripped module has no WORK section");
+  }
 
   /* ---- section contents ---- */
   m->header = header;
@@ -468,7 +485,10 @@ ingot_status_t ingot_module_load(const void* data, size_t size, ingot_module_t* 
       &sections[INGOT_SECTION_CONSTANTS],
       (header->flags & INGOT_MODULE_FLAG_EXTERNAL_WEIGHTS) != 0, m));
   INGOT_RETURN_IF_ERROR(ingot_parse_plan_(&sections[INGOT_SECTION_PLAN], m));
-  if (!stripped) INGOT_RETURN_IF_ERROR(ingot_parse_names_(&sections[INGOT_SECTION_NAMES], m));
+  if (!stripped) {
+    INGOT_RETURN_IF_ERROR(ingot_parse_names_(&sections[INGOT_SECTION_NAMES], m));
+    INGOT_RETURN_IF_ERROR(ingot_parse_work_(&sections[INGOT_SECTION_WORK], m));
+  }
   m->code_base = NULL;
   m->error_detail = "";
   return INGOT_OK;

@@ -108,6 +108,10 @@ const ingot_section_entry_t* section_table(const uint8_t* bytes) {
   return reinterpret_cast<const ingot_section_entry_t*>(bytes + sizeof(ingot_module_header_t));
 }
 
+uint32_t section_count(const uint8_t* bytes) {
+  return reinterpret_cast<const ingot_module_header_t*>(bytes)->section_count;
+}
+
 // Recomputes every section CRC, so a change inside a section reaches the structural
 // checks instead of stopping at the checksum.
 void fix_crcs(uint8_t* bytes, size_t size) {
@@ -216,7 +220,7 @@ TEST(ModuleFormatTest, LayoutIsAsDocumented) {
   EXPECT_EQ(header.format_version, INGOT_MODULE_FORMAT_VERSION);
   EXPECT_EQ(header.abi_version, INGOT_ABI_VERSION);
   EXPECT_EQ(header.file_size, bytes.size());
-  EXPECT_EQ(header.section_count, 5u);
+  EXPECT_EQ(header.section_count, 6u);
   EXPECT_EQ(header.flags, 0u);
   EXPECT_STREQ(header.compiler_version, "ingot test");
   const ingot_section_entry_t* table = section_table(bytes.data());
@@ -279,8 +283,70 @@ TEST(ModuleFormatTest, StrippedModuleHasNoNames) {
   std::unique_ptr<AlignedBytes> keep;
   ASSERT_EQ(load_contents(c, &m, &keep), INGOT_OK) << m.error_detail;
   EXPECT_EQ(m.names, nullptr);
+  EXPECT_EQ(m.step_work, nullptr);
   EXPECT_NE(m.header->flags & INGOT_MODULE_FLAG_STRIPPED, 0u);
   EXPECT_EQ(m.header->section_count, 4u);
+}
+
+TEST(ModuleFormatTest, StepWorkRoundTrips) {
+  ModuleContents c = copy_module();
+  c.step_work = {{0, 2 * kTensorBytes}, {0, 0}, {0, 2 * kTensorBytes}, {123456789012345ull, 77}};
+  ingot_module_t m;
+  std::unique_ptr<AlignedBytes> keep;
+  ASSERT_EQ(load_contents(c, &m, &keep), INGOT_OK) << m.error_detail;
+  ASSERT_NE(m.step_work, nullptr);
+  EXPECT_EQ(m.step_work[0].bytes, 2 * kTensorBytes);
+  EXPECT_EQ(m.step_work[3].flops, 123456789012345ull);
+  EXPECT_EQ(m.step_work[3].bytes, 77u);
+  // Steps without an entry get zeros; more entries than steps cannot be written.
+  c.step_work.resize(1);
+  ASSERT_EQ(load_contents(c, &m, &keep), INGOT_OK) << m.error_detail;
+  EXPECT_EQ(m.step_work[0].bytes, 2 * kTensorBytes);
+  EXPECT_EQ(m.step_work[3].flops, 0u);
+  c.step_work.resize(5);
+  EXPECT_THROW(serialize_module(c), Error);
+}
+
+// The WORK section must hold exactly one entry per step and come with NAMES.
+TEST(ModuleFormatTest, WorkSectionIsChecked) {
+  ModuleContents c = copy_module();
+  const std::vector<uint8_t> bytes = serialize_module(c);
+  const ingot_section_entry_t* table = section_table(bytes.data());
+  uint32_t work = 0;
+  while (work < 6 && table[work].kind != INGOT_SECTION_WORK) ++work;
+  ASSERT_LT(work, 6u);
+  ASSERT_EQ(table[work].size, c.steps.size() * sizeof(ingot_step_work_t));
+  auto expect = [&](auto mutate, const char* detail) {
+    std::vector<uint8_t> copy = bytes;
+    mutate(copy.data());
+    fix_crcs(copy.data(), copy.size());
+    AlignedBytes aligned(copy);
+    ingot_module_t m;
+    EXPECT_EQ(load(aligned, &m), INGOT_MALFORMED) << detail;
+    EXPECT_NE(std::strstr(m.error_detail, detail), nullptr) << m.error_detail;
+  };
+  auto entries = [](uint8_t* p) {
+    return reinterpret_cast<ingot_section_entry_t*>(p + sizeof(ingot_module_header_t));
+  };
+  // One entry short (the freed bytes are zero padding) or one too many.
+  expect([&](uint8_t* p) { entries(p)[work].size -= sizeof(ingot_step_work_t); },
+         "WORK section does not hold one entry per step");
+  expect([&](uint8_t* p) { entries(p)[work].size += 8; }, "");
+  expect([&](uint8_t* p) {
+           reinterpret_cast<ingot_plan_header_t*>(p + entries(p)[1].offset)->step_count -= 1;
+         },
+         "");
+  // Drop the WORK entry from the table (its bytes become zero padding).
+  expect(
+      [&](uint8_t* p) {
+        auto* h = reinterpret_cast<ingot_module_header_t*>(p);
+        ingot_section_entry_t* t = entries(p);
+        std::memset(p + t[work].offset, 0, t[work].size);
+        for (uint32_t i = work; i + 1 < h->section_count; ++i) t[i] = t[i + 1];
+        std::memset(&t[h->section_count - 1], 0, sizeof(ingot_section_entry_t));
+        h->section_count -= 1;
+      },
+      "unstripped module has no WORK section");
 }
 
 TEST(ModuleFormatTest, EmptyModuleLoads) {
@@ -413,7 +479,7 @@ TEST(ModuleFormatTest, FlippedByteInEachSectionFailsItsChecksum) {
       EXPECT_NE(std::strstr(m.error_detail, "checksum mismatch"), nullptr) << m.error_detail;
     }
   }
-  EXPECT_EQ(sections_checked, 5);
+  EXPECT_EQ(sections_checked, 6);
 }
 
 TEST(ModuleFormatTest, NonZeroPaddingIsRefused) {
@@ -630,7 +696,7 @@ TEST(ModuleFormatTest, SignatureAndPlanHeadersAreChecked) {
   const std::vector<uint8_t> bytes = serialize_module(copy_module());
   const ingot_section_entry_t* table = section_table(bytes.data());
   auto section_offset = [&](uint32_t kind) {
-    for (uint32_t i = 0; i < 5; ++i) {
+    for (uint32_t i = 0; i < section_count(bytes.data()); ++i) {
       if (table[i].kind == kind) return table[i].offset;
     }
     return uint64_t{0};
@@ -742,7 +808,7 @@ TEST(ModuleFormatTest, ExternalWeightsReferenceIsChecked) {
   const std::vector<uint8_t> bytes = serialize_module(c);
   const ingot_section_entry_t* table = section_table(bytes.data());
   uint64_t at = 0;
-  for (uint32_t i = 0; i < 5; ++i) {
+  for (uint32_t i = 0; i < section_count(bytes.data()); ++i) {
     if (table[i].kind == INGOT_SECTION_CONSTANTS) at = table[i].offset;
   }
   auto expect = [&](auto mutate, const char* detail) {
@@ -774,7 +840,7 @@ TEST(ModuleFormatTest, ExternalWeightsPathStaysBesideTheModule) {
     c.external_weights_path = std::string(path.size(), 'x');
     std::vector<uint8_t> bytes = serialize_module(c);
     const ingot_section_entry_t* table = section_table(bytes.data());
-    for (uint32_t i = 0; i < 5; ++i) {
+    for (uint32_t i = 0; i < section_count(bytes.data()); ++i) {
       if (table[i].kind == INGOT_SECTION_CONSTANTS)
         std::memcpy(bytes.data() + table[i].offset + sizeof(ingot_external_weights_t), path.data(), path.size());
     }

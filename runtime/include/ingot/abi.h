@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define INGOT_ABI_VERSION 1u
-#define INGOT_MODULE_FORMAT_VERSION 1u
+#define INGOT_MODULE_FORMAT_VERSION 2u
 
 /* The first 8 bytes of every module file: "INGOTMOD". */
 #define INGOT_MODULE_MAGIC {'I', 'N', 'G', 'O', 'T', 'M', 'O', 'D'}
@@ -88,6 +88,7 @@ typedef enum ingot_section_kind_e {
   INGOT_SECTION_CONSTANTS = 3,
   INGOT_SECTION_CODE = 4,
   INGOT_SECTION_NAMES = 5, /* optional debug names, dropped by --strip */
+  INGOT_SECTION_WORK = 6,  /* optional per-step work for tools, dropped by --strip */
 } ingot_section_kind_t;
 
 typedef struct ingot_section_entry_t {
@@ -177,6 +178,15 @@ typedef struct ingot_external_weights_t {
 /* Longest external weights path the loader accepts, in bytes. */
 #define INGOT_MAX_EXTERNAL_PATH 1024u
 
+/* ---- WORK section (optional; present exactly when NAMES is) --------------
+ * [ingot_step_work_t x step_count], in step order: what each step computes, counted
+ * by the compiler, so tools can report rates (ingot bench --per-step). The runtime
+ * never reads it. */
+typedef struct ingot_step_work_t {
+  uint64_t flops; /* floating-point operations, 2 per multiply-add (module-format.md) */
+  uint64_t bytes; /* bytes the step's bindings read and write, scratch excluded */
+} ingot_step_work_t; /* 16 bytes */
+
 /* ---- Layout checks: these sizes are part of the file format. ----------- */
 #if defined(__cplusplus)
 #define INGOT_ABI_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
@@ -191,6 +201,7 @@ INGOT_ABI_STATIC_ASSERT(sizeof(ingot_plan_header_t) == 40, "plan header is 40 by
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_step_t) == 24, "step is 24 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_binding_t) == 24, "binding is 24 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_external_weights_t) == 16, "external weights is 16 bytes");
+INGOT_ABI_STATIC_ASSERT(sizeof(ingot_step_work_t) == 16, "step work is 16 bytes");
 
 #ifdef __cplusplus
 }

@@ -73,6 +73,7 @@ typedef struct ingot_module_t {
   const uint8_t* code_base;            /* executable copy of CODE; kernel i = code_base + offset[i] */
   const uint8_t* names;                /* NAMES section or NULL */
   uint64_t names_size;
+  const ingot_step_work_t* step_work;  /* WORK section (step_count entries) or NULL */
   /* Static text naming what a failed load found wrong (also on success: ""). */
   const char* error_detail;
 } ingot_module_t;
