@@ -223,6 +223,76 @@ INGOT_INLINE void f32_conv_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index
 }
 #endif
 
+#if defined(__AVX512F__)
+/* Strided convolution tile without im2col: the padded input of each channel is split
+ * into S x S phase planes (phase (p, q) holds padded rows p, p + S, ... and columns q,
+ * q + S, ...), where a stride-S tap is a plain shift again: output pixel n (numbered in
+ * the phase planes' width) of tap t of channel ic reads xp[ic * plane + tap[t] + n],
+ * tap[t] being the tap's phase plane plus its row and column shift there. B rows are
+ * read in place; C gets [mr x nr] (row stride ldc) in that numbering. a holds
+ * W[OC, IC*taps]. */
+INGOT_INLINE void f32_conv_taps_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                                 ingot_index_t lda, const float* INGOT_RESTRICT xp, ingot_index_t plane,
+                                                 const int32_t* INGOT_RESTRICT tap, ingot_index_t taps, ingot_index_t IC,
+                                                 ingot_index_t mr, ingot_index_t nr) {
+  __m512 acc[8][3];
+  const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
+  const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : (nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u));
+  const __mmask16 m2 = nr >= 48 ? (__mmask16)0xFFFF : (nr <= 32 ? (__mmask16)0 : (__mmask16)((1u << (nr - 32)) - 1u));
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) acc[r][0] = acc[r][1] = acc[r][2] = _mm512_setzero_ps();
+  ingot_index_t k = 0;
+  for (ingot_index_t ic = 0; ic < IC; ++ic) {
+    const float* chan = xp + ic * plane;
+    for (ingot_index_t t = 0; t < taps; ++t, ++k) {
+      const float* bk = chan + tap[t];
+      const __m512 b0 = _mm512_maskz_loadu_ps(m0, bk);
+      const __m512 b1 = nr > 16 ? _mm512_maskz_loadu_ps(m1, bk + 16) : _mm512_setzero_ps();
+      const __m512 b2 = nr > 32 ? _mm512_maskz_loadu_ps(m2, bk + 32) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+      for (int r = 0; r < 8; ++r) {
+        if (r < mr) {
+          const __m512 av = _mm512_set1_ps(a[r * lda + k]);
+          acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+          if (nr > 16) acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+          if (nr > 32) acc[r][2] = _mm512_fmadd_ps(av, b2, acc[r][2]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) {
+    if (r < mr) {
+      _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
+      if (nr > 16) _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
+      if (nr > 32) _mm512_mask_storeu_ps(c + r * ldc + 32, m2, acc[r][2]);
+    }
+  }
+}
+#endif
+
+/* Copies C planes of H x W into zero-filled S x S phase planes of Hq x Wq each per
+ * channel (see f32_conv_taps_tile_8x48_avx512): padded pixel (h + PH, w + PW) goes to
+ * phase ((h + PH) % S, (w + PW) % S) at ((h + PH) / S, (w + PW) / S). |tail| extra
+ * zero floats follow the last plane (tile reads may run past it). */
+INGOT_INLINE void f32_pad_phase_planes(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t C,
+                                       ingot_index_t H, ingot_index_t W, ingot_index_t S, ingot_index_t Hq, ingot_index_t Wq,
+                                       ingot_index_t PH, ingot_index_t PW, ingot_index_t tail) {
+  const ingot_index_t phase = Hq * Wq;
+  for (ingot_index_t i = 0; i < C * S * S * phase + tail; ++i) dst[i] = 0.0f;
+  for (ingot_index_t c = 0; c < C; ++c)
+    for (ingot_index_t h = 0; h < H; ++h) {
+      const ingot_index_t ph = (h + PH) % S, row = (h + PH) / S;
+      const float* INGOT_RESTRICT s = src + (c * H + h) * W;
+      for (ingot_index_t q = 0; q < S; ++q) {
+        /* Source columns w with (w + PW) % S == q, i.e. w = w0, w0 + S, ... */
+        const ingot_index_t w0 = ((q - PW) % S + S) % S;
+        float* INGOT_RESTRICT d = dst + ((c * S + ph) * S + q) * phase + row * Wq + (w0 + PW) / S;
+        for (ingot_index_t k = 0; w0 + k * S < W; ++k) d[k] = s[w0 + k * S];
+      }
+    }
+}
+
 /* Copies C planes of H x W into zero-filled planes of Hp x Wp at (PH, PW); |tail|
  * extra zero floats follow the last plane (shifted tile reads may run past it). */
 INGOT_INLINE void f32_pad_planes(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t C, ingot_index_t H,

@@ -256,6 +256,78 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
       fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }
 
+std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
+  const Node& node = ctx.node;
+  const Window& g = c.win;
+  const int64_t HW = g.OH * g.OW;
+  const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
+  ctx.epilogue_applied = true;
+  // Strided convolution as GEMM without im2col: the input is copied once into S x S
+  // phase planes per channel, where every tap of a stride-S window is a shift again
+  // (tap table `taps`); tiles run over output pixels numbered in the phase width Wq
+  // and the epilogue stores only the OW real columns of each row. Groups read their
+  // own channels' planes and weights.
+  const PhasePlan p = phase_plan(c);
+  const int64_t taps = g.KH * g.KW, K = c.ICG * taps;
+  ctx.headers.insert("f32_gemm_tile.h");
+  GemmTile tile{"f32_conv_taps_tile_8x48_avx512", 8, 48};
+  GemmLoops loops;
+  loops.M = c.OCG;
+  loops.N = p.Np;
+  loops.K = K;
+  loops.tile_call = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    return fmt::format("      f32_conv_taps_tile_8x48_avx512(ct, 48, wg + ({}) * {}, {}, xpg + {}, {}, taps, {}, {}, {}, {});\n",
+                       m0, K, K, n0, p.channel_floats, taps, c.ICG, mr, nr);
+  };
+  loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    return fmt::format(
+        "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
+        "        const int64_t oc = oc0 + {m0} + r;\n"
+        "        for (int64_t j0 = 0; j0 < {nr};) {{\n"
+        "          const int64_t np = {n0} + j0, oh = np / {Wq}, ow0 = np - oh * {Wq};\n"
+        "          const int64_t run = {nr} - j0 < {Wq} - ow0 ? {nr} - j0 : {Wq} - ow0;\n"
+        "          const int64_t real = ow0 >= {OW} ? 0 : ({OW} - ow0 < run ? {OW} - ow0 : run);\n"
+        "          for (int64_t t = 0; t < real; ++t) {{\n"
+        "            const int64_t ow = ow0 + t;\n"
+        "            float v = ct[r * 48 + j0 + t]{bias};\n"
+        "{ep}"
+        "            yn[oc * {OHW} + oh * {OW} + ow] = v;\n"
+        "          }}\n"
+        "          j0 += run;\n"
+        "        }}\n"
+        "      }}\n",
+        fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("Wq", p.Wq),
+        fmt::arg("OW", g.OW), fmt::arg("bias", bias), fmt::arg("OHW", HW),
+        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
+  };
+  std::string table;
+  for (int64_t t : p.taps) table += fmt::format("{}{}", table.empty() ? "" : ", ", t);
+  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_phase_gemm_avx512_{}", g.KH, g.KW, g.SW,
+                                c.G > 1 ? fmt::format("_g{}", c.G) : "", shape_str(node.outputs[0]->shape));
+  return fmt::format(
+      "  static const int32_t taps[{T}] = {{{table}}};\n"
+      "  float* xp = {scratch};\n"
+      "  float* ct = {scratch} + {padded};\n"
+      "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+      "    const float* xn = {x} + n * {CHW};\n"
+      "    float* yn = {y} + n * {OCHW};\n"
+      "    f32_pad_phase_planes(xp, xn, {C}, {H}, {W}, {S}, {Hq}, {Wq}, {PH}, {PW}, {tail});\n"
+      "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
+      "    const int64_t oc0 = grp * {OCG};\n"
+      "    const float* xpg = xp + grp * {ICGplanes};\n"
+      "    const float* wg = {w} + oc0 * {K};\n"
+      "{loops}"
+      "    }}\n"
+      "  }}\n",
+      fmt::arg("T", taps), fmt::arg("table", table), fmt::arg("scratch", ctx.scratch), fmt::arg("padded", p.padded_floats),
+      fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
+      fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C), fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("S", p.S),
+      fmt::arg("Hq", p.Hq), fmt::arg("Wq", p.Wq), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("tail", p.tail),
+      fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("ICGplanes", c.ICG * p.channel_floats),
+      fmt::arg("w", ctx.in[1]), fmt::arg("K", K), fmt::arg("loops", emit_gemm_loops(loops, tile)));
+}
+
 // Convolution as one GEMM per image and group: Y_g[OCG, OH*OW] = W_g[OCG, ICG*KH*KW] * B_g,
 // where B_g is the group's input planes themselves (pointwise) or an im2col panel per
 // column tile. Every groups value, stride, dilation and kernel size has this form;

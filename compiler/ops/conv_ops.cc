@@ -197,12 +197,36 @@ WinogradPlan winograd_plan(const Node& node, const ConvGeometry& c) {
   return p;
 }
 
+PhasePlan phase_plan(const ConvGeometry& c) {
+  const Window& g = c.win;
+  PhasePlan p;
+  p.S = g.SH;
+  const int64_t Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+  // Every padded pixel has a place, and every real output's taps stay within its row
+  // of the phase plane (reads past a row's end only feed junk columns).
+  p.Hq = std::max((Hp + p.S - 1) / p.S, g.OH + (g.KH - 1) * g.DH / p.S);
+  p.Wq = std::max((Wp + p.S - 1) / p.S, g.OW + (g.KW - 1) * g.DW / p.S);
+  const int64_t phase = p.Hq * p.Wq;
+  p.channel_floats = p.S * p.S * phase;
+  p.Np = g.OH * p.Wq;
+  for (int64_t kh = 0; kh < g.KH; ++kh)
+    for (int64_t kw = 0; kw < g.KW; ++kw) {
+      const int64_t rh = kh * g.DH, rw = kw * g.DW;
+      p.taps.push_back(((rh % p.S) * p.S + rw % p.S) * phase + (rh / p.S) * p.Wq + rw / p.S);
+    }
+  // The last channel's junk columns read up to a row's shift past its last phase plane.
+  p.tail = (g.KW - 1) * g.DW / p.S + 16;
+  p.padded_floats = (g.C * p.channel_floats + p.tail + 15) / 16 * 16;
+  return p;
+}
+
 const char* conv_strategy_name(ConvStrategy s) {
   switch (s) {
     case ConvStrategy::kWinograd: return "winograd";
     case ConvStrategy::kTransposedPointwise: return "transposed_pointwise";
     case ConvStrategy::kGemm: return "gemm";
     case ConvStrategy::kShiftedGemm: return "shifted_gemm";
+    case ConvStrategy::kPhaseGemm: return "phase_gemm";
     case ConvStrategy::kIm2colGemm: return "im2col_gemm";
     case ConvStrategy::kDepthwiseShifted: return "depthwise_shifted";
     case ConvStrategy::kDepthwiseStride2: return "depthwise_stride2";
@@ -226,6 +250,7 @@ ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) 
                          g.PH_END == 0 && g.PW_END == 0;
   if (pointwise) return ConvStrategy::kGemm;
   if (g.SH == 1 && g.SW == 1 && (target.features & INGOT_FEATURE_AVX512F)) return ConvStrategy::kShiftedGemm;
+  if (g.SH == g.SW && g.SH > 1 && (target.features & INGOT_FEATURE_AVX512F)) return ConvStrategy::kPhaseGemm;
   return ConvStrategy::kIm2colGemm;
 }
 
@@ -254,6 +279,8 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy) {
     case ConvStrategy::kShiftedGemm:
       // The padded planes (+ tail) and one 8x48 C tile.
       return (g.C * Hp * Ws + tail + 15) / 16 * 16 + 8 * 48;
+    case ConvStrategy::kPhaseGemm:
+      return phase_plan(c).padded_floats + 8 * 48;  // the phase planes (+ tail) and one 8x48 C tile
     case ConvStrategy::kIm2colGemm:
       return c.ICG * g.KH * g.KW * kMaxTileColumns;  // one panel, K rows by the widest tile
     case ConvStrategy::kDepthwiseShifted:
@@ -284,6 +311,10 @@ std::string lower_conv(LoweringContext& ctx) {
       if (!(ctx.target_features & INGOT_FEATURE_AVX512F))
         fail("{}: strategy shifted_gemm needs AVX-512, which the target lacks", ctx.node.describe());
       return lower_conv_shifted_gemm(ctx, c);
+    case ConvStrategy::kPhaseGemm:
+      if (!(ctx.target_features & INGOT_FEATURE_AVX512F))
+        fail("{}: strategy phase_gemm needs AVX-512, which the target lacks", ctx.node.describe());
+      return lower_conv_phase_gemm(ctx, c);
     case ConvStrategy::kIm2colGemm: return lower_conv_gemm(ctx, c, /*im2col=*/true);
     case ConvStrategy::kDepthwiseShifted: return lower_dwconv_shifted(ctx, c);
     case ConvStrategy::kDepthwiseStride2: return lower_dwconv_stride2(ctx, c);

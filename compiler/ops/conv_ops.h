@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/window.h"
@@ -42,6 +43,7 @@ enum class ConvStrategy {
   kTransposedPointwise,  // 1x1 over few pixels: pixels as tile rows, W^T panels
   kGemm,                 // 1x1 stride 1 unpadded: the input is B, per group
   kShiftedGemm,          // stride 1, AVX-512: taps as shifts of padded planes, per group
+  kPhaseGemm,            // stride S > 1, AVX-512: taps as shifts of S x S phase planes, per group
   kIm2colGemm,           // everything else with a GEMM form: im2col panels, per group
   kDepthwiseShifted,     // depthwise stride 1: taps as shifts of one padded plane
   kDepthwiseStride2,     // depthwise column stride 2: column-parity planes
@@ -56,6 +58,15 @@ ConvStrategy conv_strategy(const Node& node);
 // Scratch floats |strategy| needs for |node|: what its lowering lays out, no more.
 int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy);
 
+// Stride-S convolution on phase planes: each channel's padded input split into S x S
+// planes of Hq x Wq, outputs numbered in width Wq (columns past OW are junk), and per
+// tap the offset of its phase plane and shift (f32_conv_taps_tile_8x48_avx512).
+struct PhasePlan {
+  int64_t S, Hq, Wq, channel_floats, Np, tail, padded_floats;
+  std::vector<int64_t> taps;
+};
+PhasePlan phase_plan(const ConvGeometry& c);
+
 // The widest GEMM tile of any target: im2col panels are sized for it.
 constexpr int64_t kMaxTileColumns = 48;
 
@@ -64,6 +75,7 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im2col);
 std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c);
+std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_dwconv_shifted(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_dwconv_stride2(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_dwconv_plane(LoweringContext& ctx, const ConvGeometry& c);

@@ -260,6 +260,30 @@ TEST_P(GemmKernelTest, GroupedConvAsGemm) {
   }
 }
 
+// Strided convolutions (phase planes on AVX-512, im2col elsewhere): strides 2 and 3,
+// kernels 1 to 7, dilation, asymmetric and zero padding, odd sizes, groups, batch 2,
+// and a fused ReLU, against the reference.
+TEST_P(HostAndPortableKernelTest, StridedConvPhasePlanes) {
+  KernelCase k(460);
+  add_conv(k, {1, 3, 23, 23}, {16, 3, 7, 7}, {{"strides", I{2, 2}}, {"pads", I{3, 3, 3, 3}}});  // a stem
+  add_conv(k, {1, 8, 14, 13}, {12, 8, 3, 3}, {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {2, 5, 11, 9}, {7, 5, 3, 3}, {{"strides", I{2, 2}}, {"pads", I{0, 1, 1, 0}}}, false);
+  add_conv(k, {1, 6, 17, 19}, {9, 6, 5, 5}, {{"strides", I{3, 3}}, {"pads", I{2, 1, 0, 2}}});
+  add_conv(k, {1, 4, 20, 20}, {6, 4, 3, 3}, {{"strides", I{2, 2}}, {"dilations", I{2, 3}}, {"pads", I{2, 3, 2, 3}}});
+  add_conv(k, {1, 16, 10, 12}, {24, 16, 1, 1}, {{"strides", I{2, 2}}});  // downsampling shortcut
+  add_conv(k, {1, 12, 15, 15}, {12, 3, 3, 3}, {{"group", int64_t{4}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {1, 10, 9, 9}, {20, 10, 2, 2}, {{"strides", I{2, 2}}});  // ConvNeXt-style patchify
+  Node* c = k.inner("Conv", {k.input({1, 6, 13, 13}), k.weight({17, 6, 3, 3}), k.weight({17})},
+                    {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}});
+  k.op("Relu", {c->outputs[0]});
+  testing::Compiled compiled = k.run(passes::fuse_epilogues, GetParam());
+  if (GetParam() == "host" && testing::host_can_run("x86_64-avx512")) {
+    int phase = 0;
+    for (const std::string& name : compiled.source.kernel_names) phase += name.find("phase_gemm") != std::string::npos;
+    EXPECT_GE(phase, 8) << "strided convolutions should take the phase-plane GEMM on AVX-512";
+  }
+}
+
 // Stride-1 convolutions (the shifted-plane path on AVX-512) and depthwise planes wider
 // than one 16-lane vector, on every target.
 TEST_P(HostAndPortableKernelTest, ConvStride1AndDepthwise) {

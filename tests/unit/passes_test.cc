@@ -618,7 +618,7 @@ TEST(ChooseStrategiesTest, RecordsOneStrategyPerConvForTheTarget) {
   passes::choose_strategies(g, avx512);
   EXPECT_EQ(pw->attr_string("strategy", ""), "gemm");
   EXPECT_EQ(k3->attr_string("strategy", ""), "shifted_gemm");
-  EXPECT_EQ(grouped->attr_string("strategy", ""), "im2col_gemm");
+  EXPECT_EQ(grouped->attr_string("strategy", ""), "phase_gemm");
   EXPECT_EQ(dw->attr_string("strategy", ""), "depthwise_shifted");
   EXPECT_NE(print_graph(g).find("Conv(%x, %k3.w) {l2_bytes=1048576, pads=[1,1,1,1], strategy=\"shifted_gemm\"}"), std::string::npos)
       << print_graph(g);
