@@ -1,9 +1,12 @@
 #include "compiler/import/onnx/import_onnx.h"
 
+#include <climits>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <onnx/onnx_pb.h>
 #include <onnx/version_converter/convert.h>
@@ -39,7 +42,7 @@ std::string read_file(const std::filesystem::path& path, const std::string& what
 }
 
 // Converts a TensorProto (raw_data, typed fields or external data) to a Tensor.
-Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path& model_dir) {
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::optional<std::filesystem::path>& model_dir) {
   std::string what = fmt::format("tensor '{}'", p.name());
   Tensor t;
   t.dtype = dtype_from_onnx(p.data_type(), what);
@@ -61,7 +64,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path
       else if (kv.key() == "length") length = parse_non_negative(kv.value(), what + ": external data length");
     }
     if (location.empty()) fail("{}: external data has no location", what);
-    const std::filesystem::path file = confined_path(model_dir, location, what);
+    if (!model_dir) fail("{}: external data needs the model's folder (a model read from memory has none)", what);
+    const std::filesystem::path file = confined_path(*model_dir, location, what);
     if (length >= 0 && static_cast<uint64_t>(length) != t.bytes.size())
       fail("{}: external data length {} does not match {} bytes for shape {}", what, length, t.bytes.size(), shape_str(t.shape));
     std::error_code ec;
@@ -108,7 +112,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path
   return t;
 }
 
-AttrValue attr_from_proto(const onnx::AttributeProto& a, const Node& node, const std::filesystem::path& dir) {
+AttrValue attr_from_proto(const onnx::AttributeProto& a, const Node& node,
+                          const std::optional<std::filesystem::path>& dir) {
   switch (a.type()) {
     case onnx::AttributeProto::INT: return a.i();
     case onnx::AttributeProto::FLOAT: return a.f();
@@ -134,13 +139,13 @@ int default_opset(const onnx::ModelProto& model) {
   return 1;
 }
 
-}  // namespace
-
-std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
-  std::filesystem::path model_path(path);
-  std::string bytes = read_file(model_path, "model");
+// |path| names the model in messages; |dir| is the folder external data is read from
+// (none: the model has no folder, and external data is refused).
+std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& path,
+                                    const std::optional<std::filesystem::path>& dir, const ImportOptions& options) {
   onnx::ModelProto model;
-  if (bytes.empty() || !model.ParseFromString(bytes))
+  if (bytes.empty() || bytes.size() > static_cast<size_t>(INT_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     fail("'{}' is not a valid ONNX model (protobuf parse failed)", path);
   if (!model.has_graph()) fail("'{}' has no graph", path);
 
@@ -160,7 +165,6 @@ std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOpt
   auto graph = std::make_unique<Graph>();
   graph->opset = opset;
   graph->name = g.name().empty() ? "main" : g.name();
-  std::filesystem::path dir = model_path.parent_path();
   std::map<std::string, Value*> values;
 
   for (const auto& init : g.initializer()) {
@@ -244,6 +248,19 @@ std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOpt
   }
   if (graph->outputs.empty()) fail("'{}' has no outputs", path);
   return graph;
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
+  const std::filesystem::path model_path(path);
+  const std::string bytes = read_file(model_path, "model");
+  return import_model(bytes, path, model_path.parent_path(), options);
+}
+
+std::unique_ptr<Graph> import_onnx_bytes(std::string_view bytes, const std::string& name,
+                                         const ImportOptions& options) {
+  return import_model(bytes, name, std::nullopt, options);
 }
 
 }  // namespace ingot::import
