@@ -12,6 +12,7 @@
 #include <onnx/version_converter/convert.h>
 
 #include "compiler/import/confined_path.h"
+#include "compiler/ir/checked.h"
 #include "compiler/ir/error.h"
 #include "compiler/ops/op_table.h"
 
@@ -50,8 +51,22 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::optional<std::fi
     if (d < 0) fail("{}: negative dimension", what);
     t.shape.push_back(d);
   }
-  size_t n = num_elements(t.shape), es = dtype_size(t.dtype);
-  t.bytes.resize(n * es);
+  // A model can name any dims: the product is overflow-checked and held to the limits
+  // every computed tensor obeys, and the data are checked against it before anything
+  // is allocated.
+  if (t.shape.size() > kMaxTensorRank) fail("{}: rank {} is above the supported maximum {}", what, t.shape.size(), kMaxTensorRank);
+  const size_t es = dtype_size(t.dtype);
+  size_t n = 1;
+  for (int64_t d : t.shape) {
+    if (d == 0) n = 0;
+  }
+  for (int64_t d : t.shape) {
+    if (n == 0) break;
+    if (static_cast<uint64_t>(d) > static_cast<uint64_t>(kMaxTensorBytes) / n / es)
+      fail("{}: shape {} is above the supported maximum of {} bytes", what, shape_str(t.shape), kMaxTensorBytes);
+    n *= static_cast<size_t>(d);
+  }
+  const size_t bytes = n * es;
   auto check_count = [&](size_t got) {
     if (got != n) fail("{}: holds {} values for shape {}", what, got, shape_str(t.shape));
   };
@@ -66,14 +81,15 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::optional<std::fi
     if (location.empty()) fail("{}: external data has no location", what);
     if (!model_dir) fail("{}: external data needs the model's folder (a model read from memory has none)", what);
     const std::filesystem::path file = confined_path(*model_dir, location, what);
-    if (length >= 0 && static_cast<uint64_t>(length) != t.bytes.size())
-      fail("{}: external data length {} does not match {} bytes for shape {}", what, length, t.bytes.size(), shape_str(t.shape));
+    if (length >= 0 && static_cast<uint64_t>(length) != bytes)
+      fail("{}: external data length {} does not match {} bytes for shape {}", what, length, bytes, shape_str(t.shape));
     std::error_code ec;
     const uintmax_t file_size = std::filesystem::file_size(file, ec);
     if (ec) fail("{}: cannot read the size of external data file '{}'", what, location);
-    if (static_cast<uintmax_t>(offset) > file_size || t.bytes.size() > file_size - static_cast<uintmax_t>(offset))
+    if (static_cast<uintmax_t>(offset) > file_size || bytes > file_size - static_cast<uintmax_t>(offset))
       fail("{}: external data file '{}' has {} bytes, too few for {} bytes at offset {}", what, location, file_size,
-           t.bytes.size(), offset);
+           bytes, offset);
+    t.bytes.resize(bytes);
     std::ifstream in(file, std::ios::binary);
     if (!in) fail("{}: cannot open external data file '{}'", what, location);
     in.seekg(offset);
@@ -83,11 +99,19 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::optional<std::fi
     return t;
   }
   if (p.has_raw_data()) {
-    if (p.raw_data().size() != t.bytes.size())
-      fail("{}: raw data has {} bytes, expected {}", what, p.raw_data().size(), t.bytes.size());
-    std::memcpy(t.bytes.data(), p.raw_data().data(), t.bytes.size());
+    if (p.raw_data().size() != bytes)
+      fail("{}: raw data has {} bytes, expected {}", what, p.raw_data().size(), bytes);
+    t.bytes.assign(p.raw_data().begin(), p.raw_data().end());
     return t;
   }
+  switch (t.dtype) {
+    case DType::F32: check_count(p.float_data_size()); break;
+    case DType::F64: check_count(p.double_data_size()); break;
+    case DType::I64: check_count(p.int64_data_size()); break;
+    default: check_count(p.int32_data_size()); break;
+  }
+  t.bytes.resize(bytes);
+  if (n == 0) return t;  // empty repeated fields have no data pointer to copy from
   switch (t.dtype) {
     case DType::F32:
       check_count(p.float_data_size());
@@ -216,6 +240,7 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
       if (it == values.end()) fail("node '{}' ({}) reads '{}', which is not defined before it", name, np.op_type(), in);
       inputs.push_back(it->second);
     }
+    if (np.output_size() == 0) fail("node '{}' ({}) has no outputs", name, np.op_type());
     Node* node = graph->add_node(np.op_type(), name, inputs, np.output_size());
     node->opset = opset;
     if (!np.domain().empty() && np.domain() != "ai.onnx")
