@@ -157,6 +157,13 @@ AttrValue attr_from_proto(const onnx::AttributeProto& a, const Node& node,
        onnx::AttributeProto::AttributeType_Name(a.type()));
 }
 
+// The default domain's opset the model declares, if it declares one.
+bool declares_default_opset(const onnx::ModelProto& model) {
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return true;
+  return false;
+}
+
 int default_opset(const onnx::ModelProto& model) {
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
@@ -174,9 +181,11 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
   if (!model.has_graph()) fail("'{}' has no graph", path);
 
   int opset = default_opset(model);
-  if (opset < options.min_opset && opset >= 1) {
+  if (opset < options.min_opset && opset >= 1 && declares_default_opset(model)) {
     // libonnx knows opsets <= 17; older models come up to the table's opset. When the
     // converter cannot handle a model, import as is: the op table reads old forms too.
+    // A model that declares no default opset is not converted: libonnx's converter
+    // dereferences the missing entry and crashes.
     try {
       onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(model, options.convert_to_opset);
       model = std::move(converted);
