@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string_view>
 
+#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/version_converter/convert.h>
 
@@ -164,6 +165,41 @@ bool declares_default_opset(const onnx::ModelProto& model) {
   return false;
 }
 
+// What libonnx's version converter takes for granted and dereferences unchecked when
+// it is missing: a default opset, tensor types on the graph's inputs, outputs and
+// value_info, every name a node reads or the graph outputs defined before, no
+// subgraphs. The checker covers the rest.
+bool convertible(const onnx::ModelProto& model) {
+  if (!declares_default_opset(model)) return false;
+  const onnx::GraphProto& g = model.graph();
+  std::set<std::string> defined;
+  for (const auto& init : g.initializer()) defined.insert(init.name());
+  for (const auto* list : {&g.input(), &g.output(), &g.value_info()}) {
+    for (const auto& v : *list) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_elem_type()) return false;
+    }
+  }
+  for (const auto& in : g.input()) defined.insert(in.name());
+  for (const auto& node : g.node()) {
+    for (const std::string& in : node.input()) {
+      if (!in.empty() && !defined.count(in)) return false;
+    }
+    for (const auto& a : node.attribute()) {
+      if (a.has_g() || a.graphs_size() > 0) return false;
+    }
+    for (const std::string& out : node.output()) defined.insert(out);
+  }
+  for (const auto& out : g.output()) {
+    if (!defined.count(out.name())) return false;
+  }
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
 int default_opset(const onnx::ModelProto& model) {
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
@@ -181,11 +217,11 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
   if (!model.has_graph()) fail("'{}' has no graph", path);
 
   int opset = default_opset(model);
-  if (opset < options.min_opset && opset >= 1 && declares_default_opset(model)) {
+  if (opset < options.min_opset && opset >= 1 && convertible(model)) {
     // libonnx knows opsets <= 17; older models come up to the table's opset. When the
     // converter cannot handle a model, import as is: the op table reads old forms too.
-    // A model that declares no default opset is not converted: libonnx's converter
-    // dereferences the missing entry and crashes.
+    // A model the converter would crash on (see convertible) is imported as is; the
+    // checks below refuse it with a message.
     try {
       onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(model, options.convert_to_opset);
       model = std::move(converted);
