@@ -87,6 +87,10 @@ std::string percent(uint64_t part, uint64_t whole) {
 
 // ---- JSON -------------------------------------------------------------------------
 
+// Names in a module are bytes from a model, not necessarily UTF-8; invalid sequences
+// print as U+FFFD instead of failing the report.
+std::string dump_json(const json& report) { return report.dump(2, ' ', false, json::error_handler_t::replace); }
+
 json tensor_json(const TensorInfo& info) {
   return {{"name", info.name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.dims},
           {"bytes", info.byte_size}};
@@ -391,7 +395,7 @@ int inspect_other(const InspectArgs& args, const std::vector<uint8_t>& bytes, St
   if (args.json) {
     json report = {{"file", args.module}, {"file_size", bytes.size()}, {"size", parts_json(b)}};
     if (arena) report["arena_bytes"] = *arena;
-    streams.out << report.dump(2) << "\n";
+    streams.out << dump_json(report) << "\n";
     return kExitOk;
   }
   streams.out << fmt::format("{}: {} ({} bytes)\n", what, args.module, bytes.size());
@@ -433,7 +437,7 @@ int run_inspect(const InspectArgs& args, Streams& streams) {
     }
     if (all || args.plan) report["plan"] = plan_json(view);
     if (all || args.memory) report["memory"] = memory_json(view);
-    streams.out << report.dump(2) << "\n";
+    streams.out << dump_json(report) << "\n";
     return kExitOk;
   }
   print_signature(view, streams.out);

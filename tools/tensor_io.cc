@@ -430,7 +430,6 @@ Tensor parse_inline_tensor(std::string_view text) {
   const uint64_t count = tensor.element_count();
   const size_t elem = dtype_size(tensor.dtype);
   if (count > (uint64_t{1} << 32)) fail("tensor {}: too many elements for an inline tensor", quoted(text));
-  tensor.bytes.assign(count * elem, 0);
 
   std::string_view values = trim(text.substr(eq + 1));
   std::vector<std::string_view> parts;
@@ -449,6 +448,8 @@ Tensor parse_inline_tensor(std::string_view text) {
     fail("tensor {}: {} needs {} value{}, got {}", quoted(text), type, count,
          count == 1 ? "" : "s", parts.size());
   }
+  // Allocated once the values are known to fit, so a wrong count costs no memory.
+  tensor.bytes.assign(count * elem, 0);
   try {
     for (uint64_t i = 0; i < parts.size(); ++i) parse_value(parts[i], tensor.dtype, tensor.bytes, i);
   } catch (const Error& e) {
@@ -675,6 +676,13 @@ Tensor decode_tensor_proto(const uint8_t* data, size_t size, std::string_view so
       fail("{}: {} holds {} values; {} needs {}", source, field, got, type, count);
     }
   };
+  // The value count is checked before anything is allocated: a small file that names
+  // a huge shape costs no memory.
+  switch (tensor.dtype) {
+    case INGOT_DTYPE_F32: check_count(proto.float_data_size(), "float_data"); break;
+    case INGOT_DTYPE_I64: check_count(proto.int64_data_size(), "int64_data"); break;
+    default: check_count(proto.int32_data_size(), "int32_data"); break;
+  }
   tensor.bytes.assign(count * elem, 0);
   switch (tensor.dtype) {
     case INGOT_DTYPE_F32:

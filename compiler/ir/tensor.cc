@@ -1,5 +1,8 @@
 #include "compiler/ir/tensor.h"
 
+#include <cmath>
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "compiler/ir/error.h"
@@ -38,11 +41,27 @@ double Tensor::as_double(int64_t i) const {
   return 0;
 }
 
+namespace {
+
+// static_cast from double is undefined outside the target's range and for NaN; a
+// model's floats can be anything (a float tensor used as a shape, a Cast of 1e300).
+// Saturate instead, NaN as 0, so the checks after see a defined value. Narrower
+// integers wrap from int64, as before (C++20 defines that conversion).
+template <typename T>
+T saturate_cast(double v) {
+  if (std::isnan(v)) return 0;
+  if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
+
+}  // namespace
+
 int64_t Tensor::as_int(int64_t i) const {
   switch (dtype) {
     case DType::I64: return data<int64_t>()[i];
     case DType::I32: return data<int32_t>()[i];
-    default: return static_cast<int64_t>(as_double(i));
+    default: return saturate_cast<int64_t>(as_double(i));
   }
 }
 
@@ -50,10 +69,10 @@ void Tensor::set_from_double(int64_t i, double v) {
   switch (dtype) {
     case DType::F32: data<float>()[i] = static_cast<float>(v); break;
     case DType::F64: data<double>()[i] = v; break;
-    case DType::I64: data<int64_t>()[i] = static_cast<int64_t>(v); break;
-    case DType::I32: data<int32_t>()[i] = static_cast<int32_t>(v); break;
-    case DType::I8: data<int8_t>()[i] = static_cast<int8_t>(v); break;
-    case DType::U8: data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+    case DType::I64: data<int64_t>()[i] = saturate_cast<int64_t>(v); break;
+    case DType::I32: data<int32_t>()[i] = static_cast<int32_t>(saturate_cast<int64_t>(v)); break;
+    case DType::I8: data<int8_t>()[i] = static_cast<int8_t>(saturate_cast<int64_t>(v)); break;
+    case DType::U8: data<uint8_t>()[i] = static_cast<uint8_t>(saturate_cast<int64_t>(v)); break;
     case DType::Bool: data<uint8_t>()[i] = v != 0; break;
   }
 }

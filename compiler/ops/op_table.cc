@@ -97,6 +97,7 @@ int64_t normalize_axis(int64_t axis, int64_t rank, const Node& node) {
 }
 
 void set_output(Node& node, size_t i, DType dtype, Shape shape) {
+  if (i >= node.outputs.size()) fail("{}: has {} outputs, the op computes output {}", node.describe(), node.outputs.size(), i);
   for (int64_t d : shape)
     if (d < 0) fail("{}: computed a negative dimension in output shape {}", node.describe(), shape_str(shape));
   // Every shape rule ends here, so no op can produce a tensor past the limits.

@@ -1,14 +1,19 @@
 #include "compiler/import/onnx/import_onnx.h"
 
+#include <climits>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
+#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/version_converter/convert.h>
 
 #include "compiler/import/confined_path.h"
+#include "compiler/ir/checked.h"
 #include "compiler/ir/error.h"
 #include "compiler/ops/op_table.h"
 
@@ -39,7 +44,7 @@ std::string read_file(const std::filesystem::path& path, const std::string& what
 }
 
 // Converts a TensorProto (raw_data, typed fields or external data) to a Tensor.
-Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path& model_dir) {
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::optional<std::filesystem::path>& model_dir) {
   std::string what = fmt::format("tensor '{}'", p.name());
   Tensor t;
   t.dtype = dtype_from_onnx(p.data_type(), what);
@@ -47,8 +52,22 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path
     if (d < 0) fail("{}: negative dimension", what);
     t.shape.push_back(d);
   }
-  size_t n = num_elements(t.shape), es = dtype_size(t.dtype);
-  t.bytes.resize(n * es);
+  // A model can name any dims: the product is overflow-checked and held to the limits
+  // every computed tensor obeys, and the data are checked against it before anything
+  // is allocated.
+  if (t.shape.size() > kMaxTensorRank) fail("{}: rank {} is above the supported maximum {}", what, t.shape.size(), kMaxTensorRank);
+  const size_t es = dtype_size(t.dtype);
+  size_t n = 1;
+  for (int64_t d : t.shape) {
+    if (d == 0) n = 0;
+  }
+  for (int64_t d : t.shape) {
+    if (n == 0) break;
+    if (static_cast<uint64_t>(d) > static_cast<uint64_t>(kMaxTensorBytes) / n / es)
+      fail("{}: shape {} is above the supported maximum of {} bytes", what, shape_str(t.shape), kMaxTensorBytes);
+    n *= static_cast<size_t>(d);
+  }
+  const size_t bytes = n * es;
   auto check_count = [&](size_t got) {
     if (got != n) fail("{}: holds {} values for shape {}", what, got, shape_str(t.shape));
   };
@@ -61,15 +80,17 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path
       else if (kv.key() == "length") length = parse_non_negative(kv.value(), what + ": external data length");
     }
     if (location.empty()) fail("{}: external data has no location", what);
-    const std::filesystem::path file = confined_path(model_dir, location, what);
-    if (length >= 0 && static_cast<uint64_t>(length) != t.bytes.size())
-      fail("{}: external data length {} does not match {} bytes for shape {}", what, length, t.bytes.size(), shape_str(t.shape));
+    if (!model_dir) fail("{}: external data needs the model's folder (a model read from memory has none)", what);
+    const std::filesystem::path file = confined_path(*model_dir, location, what);
+    if (length >= 0 && static_cast<uint64_t>(length) != bytes)
+      fail("{}: external data length {} does not match {} bytes for shape {}", what, length, bytes, shape_str(t.shape));
     std::error_code ec;
     const uintmax_t file_size = std::filesystem::file_size(file, ec);
     if (ec) fail("{}: cannot read the size of external data file '{}'", what, location);
-    if (static_cast<uintmax_t>(offset) > file_size || t.bytes.size() > file_size - static_cast<uintmax_t>(offset))
+    if (static_cast<uintmax_t>(offset) > file_size || bytes > file_size - static_cast<uintmax_t>(offset))
       fail("{}: external data file '{}' has {} bytes, too few for {} bytes at offset {}", what, location, file_size,
-           t.bytes.size(), offset);
+           bytes, offset);
+    t.bytes.resize(bytes);
     std::ifstream in(file, std::ios::binary);
     if (!in) fail("{}: cannot open external data file '{}'", what, location);
     in.seekg(offset);
@@ -79,11 +100,19 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path
     return t;
   }
   if (p.has_raw_data()) {
-    if (p.raw_data().size() != t.bytes.size())
-      fail("{}: raw data has {} bytes, expected {}", what, p.raw_data().size(), t.bytes.size());
-    std::memcpy(t.bytes.data(), p.raw_data().data(), t.bytes.size());
+    if (p.raw_data().size() != bytes)
+      fail("{}: raw data has {} bytes, expected {}", what, p.raw_data().size(), bytes);
+    t.bytes.assign(p.raw_data().begin(), p.raw_data().end());
     return t;
   }
+  switch (t.dtype) {
+    case DType::F32: check_count(p.float_data_size()); break;
+    case DType::F64: check_count(p.double_data_size()); break;
+    case DType::I64: check_count(p.int64_data_size()); break;
+    default: check_count(p.int32_data_size()); break;
+  }
+  t.bytes.resize(bytes);
+  if (n == 0) return t;  // empty repeated fields have no data pointer to copy from
   switch (t.dtype) {
     case DType::F32:
       check_count(p.float_data_size());
@@ -108,7 +137,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path
   return t;
 }
 
-AttrValue attr_from_proto(const onnx::AttributeProto& a, const Node& node, const std::filesystem::path& dir) {
+AttrValue attr_from_proto(const onnx::AttributeProto& a, const Node& node,
+                          const std::optional<std::filesystem::path>& dir) {
   switch (a.type()) {
     case onnx::AttributeProto::INT: return a.i();
     case onnx::AttributeProto::FLOAT: return a.f();
@@ -128,26 +158,70 @@ AttrValue attr_from_proto(const onnx::AttributeProto& a, const Node& node, const
        onnx::AttributeProto::AttributeType_Name(a.type()));
 }
 
+// The default domain's opset the model declares, if it declares one.
+bool declares_default_opset(const onnx::ModelProto& model) {
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return true;
+  return false;
+}
+
+// What libonnx's version converter takes for granted and dereferences unchecked when
+// it is missing: a default opset, tensor types on the graph's inputs, outputs and
+// value_info, every name a node reads or the graph outputs defined before, no
+// subgraphs. The checker covers the rest.
+bool convertible(const onnx::ModelProto& model) {
+  if (!declares_default_opset(model)) return false;
+  const onnx::GraphProto& g = model.graph();
+  std::set<std::string> defined;
+  for (const auto& init : g.initializer()) defined.insert(init.name());
+  for (const auto* list : {&g.input(), &g.output(), &g.value_info()}) {
+    for (const auto& v : *list) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_elem_type()) return false;
+    }
+  }
+  for (const auto& in : g.input()) defined.insert(in.name());
+  for (const auto& node : g.node()) {
+    for (const std::string& in : node.input()) {
+      if (!in.empty() && !defined.count(in)) return false;
+    }
+    for (const auto& a : node.attribute()) {
+      if (a.has_g() || a.graphs_size() > 0) return false;
+    }
+    for (const std::string& out : node.output()) defined.insert(out);
+  }
+  for (const auto& out : g.output()) {
+    if (!defined.count(out.name())) return false;
+  }
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
 int default_opset(const onnx::ModelProto& model) {
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
   return 1;
 }
 
-}  // namespace
-
-std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
-  std::filesystem::path model_path(path);
-  std::string bytes = read_file(model_path, "model");
+// |path| names the model in messages; |dir| is the folder external data is read from
+// (none: the model has no folder, and external data is refused).
+std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& path,
+                                    const std::optional<std::filesystem::path>& dir, const ImportOptions& options) {
   onnx::ModelProto model;
-  if (bytes.empty() || !model.ParseFromString(bytes))
+  if (bytes.empty() || bytes.size() > static_cast<size_t>(INT_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     fail("'{}' is not a valid ONNX model (protobuf parse failed)", path);
   if (!model.has_graph()) fail("'{}' has no graph", path);
 
   int opset = default_opset(model);
-  if (opset < options.min_opset && opset >= 1) {
+  if (opset < options.min_opset && opset >= 1 && convertible(model)) {
     // libonnx knows opsets <= 17; older models come up to the table's opset. When the
     // converter cannot handle a model, import as is: the op table reads old forms too.
+    // A model the converter would crash on (see convertible) is imported as is; the
+    // checks below refuse it with a message.
     try {
       onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(model, options.convert_to_opset);
       model = std::move(converted);
@@ -160,7 +234,6 @@ std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOpt
   auto graph = std::make_unique<Graph>();
   graph->opset = opset;
   graph->name = g.name().empty() ? "main" : g.name();
-  std::filesystem::path dir = model_path.parent_path();
   std::map<std::string, Value*> values;
 
   for (const auto& init : g.initializer()) {
@@ -212,6 +285,7 @@ std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOpt
       if (it == values.end()) fail("node '{}' ({}) reads '{}', which is not defined before it", name, np.op_type(), in);
       inputs.push_back(it->second);
     }
+    if (np.output_size() == 0) fail("node '{}' ({}) has no outputs", name, np.op_type());
     Node* node = graph->add_node(np.op_type(), name, inputs, np.output_size());
     node->opset = opset;
     if (!np.domain().empty() && np.domain() != "ai.onnx")
@@ -244,6 +318,19 @@ std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOpt
   }
   if (graph->outputs.empty()) fail("'{}' has no outputs", path);
   return graph;
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
+  const std::filesystem::path model_path(path);
+  const std::string bytes = read_file(model_path, "model");
+  return import_model(bytes, path, model_path.parent_path(), options);
+}
+
+std::unique_ptr<Graph> import_onnx_bytes(std::string_view bytes, const std::string& name,
+                                         const ImportOptions& options) {
+  return import_model(bytes, name, std::nullopt, options);
 }
 
 }  // namespace ingot::import

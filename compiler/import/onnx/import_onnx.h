@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -21,5 +22,10 @@ struct ImportOptions {
 
 // Throws ingot::Error with one line naming what is wrong (file, op, node, opset, input).
 std::unique_ptr<Graph> import_onnx_file(const std::string& path, const ImportOptions& options);
+
+// The same for a serialized ModelProto in memory; |name| stands for the file in
+// messages. Such a model has no folder, so tensors with external data are refused.
+std::unique_ptr<Graph> import_onnx_bytes(std::string_view bytes, const std::string& name,
+                                         const ImportOptions& options);
 
 }  // namespace ingot::import
