@@ -9,7 +9,8 @@
 #   --save     copy what was found to tests/fuzz/regressions/<target>/
 #   TARGET     module_fuzz, weights_fuzz, tensor_fuzz, onnx_import_fuzz (default: all)
 # Environment: INGOT_FUZZ_BUILD (default build-fuzz), INGOT (the ingot binary for the
-# module seeds; default build/bin/ingot when it exists).
+# module seeds; default build/bin/ingot when it exists), INGOT_FUZZ_RUNS (a fixed
+# number of inputs per target from a fixed seed instead of SECONDS).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 save=0
@@ -52,12 +53,20 @@ for t in "${targets[@]}"; do
   fi
 done
 
+# A time budget by default; INGOT_FUZZ_RUNS=N runs N inputs per target from a fixed
+# seed instead, so a run gives the same result every time (what CI uses: a
+# time-bounded run could find something new on one run and not the next).
+if [ -n "${INGOT_FUZZ_RUNS:-}" ]; then
+  budget=(-runs="$INGOT_FUZZ_RUNS" -seed=1)
+else
+  budget=(-max_total_time="$seconds")
+fi
 pids=()
 for t in "${targets[@]}"; do
   mkdir -p "$out/findings/$t"
   corpora=("$out/corpus/$t")
   [ -d "$root/tests/fuzz/seeds/$t" ] && corpora+=("$root/tests/fuzz/seeds/$t")
-  "$out/$t" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 \
+  "$out/$t" "${limits[@]}" "${budget[@]}" -print_final_stats=1 \
     -artifact_prefix="$out/findings/$t/" "${corpora[@]}" >"$out/$t.log" 2>&1 &
   pids+=($!)
 done
