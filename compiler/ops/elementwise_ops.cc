@@ -141,33 +141,6 @@ void reference_elementwise(const Node& node, const std::vector<const Tensor*>& i
   }
 }
 
-// The longest run of trailing output dimensions over which every input either
-// follows the output element by element or stays the same (a per-channel scale over
-// H x W, a bias along rows): the loop nest splits there, so the inner loop has
-// contiguous, vectorizable indices and the broadcast index is computed once per
-// outer step instead of with a division and a modulo per element. Returns the first
-// dimension of that run (the output's rank when there is none).
-size_t broadcast_split(const Shape& out, const std::vector<Shape>& inputs) {
-  const size_t rank = out.size();
-  size_t split = rank;
-  for (size_t d = rank; d-- > 0;) {
-    bool ok = true;
-    for (const Shape& in : inputs) {
-      Shape padded(rank, 1);
-      for (size_t i = 0; i < in.size(); ++i) padded[rank - in.size() + i] = in[i];
-      bool dense = true, constant = true;
-      for (size_t k = d; k < rank; ++k) {
-        dense = dense && padded[k] == out[k];
-        constant = constant && padded[k] == 1;
-      }
-      ok = ok && (dense || constant);
-    }
-    if (!ok) break;
-    split = d;
-  }
-  return split;
-}
-
 std::string lower_elementwise(LoweringContext& ctx) {
   const Node& node = ctx.node;
   const ElementwiseSpec& spec = spec_of(node);
@@ -178,20 +151,11 @@ std::string lower_elementwise(LoweringContext& ctx) {
   std::vector<Shape> operand_shapes;
   for (int k = 0; k < spec.arity; ++k) operand_shapes.push_back(node.inputs[k]->shape);
   const Shape& out = y->shape;
-  const size_t split = broadcast_split(out, operand_shapes);
-  const Shape outer_shape(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(split));
-  const int64_t inner = num_elements(Shape(out.begin() + static_cast<std::ptrdiff_t>(split), out.end()));
-  const bool nested = split > 0 && split < out.size() && inner > 1;
+  const BroadcastLoops loops = broadcast_loops(out, operand_shapes);
+  const bool nested = loops.nested;
+  const int64_t inner = loops.inner;
   auto operand = [&](int k) {
-    const Shape& in = node.inputs[k]->shape;
-    if (!nested) return fmt::format("{}[{}]", ctx.in[k], broadcast_index_expr(out, in, "i"));
-    const size_t rank = out.size();
-    Shape padded(rank, 1);
-    for (size_t i = 0; i < in.size(); ++i) padded[rank - in.size() + i] = in[i];
-    const Shape in_outer(padded.begin(), padded.begin() + static_cast<std::ptrdiff_t>(split));
-    const std::string at_outer = broadcast_index_expr(outer_shape, in_outer, "o");
-    const bool dense = padded[split] == out[split] && num_elements(padded) > num_elements(in_outer);
-    return dense ? fmt::format("{}[({}) * {} + i]", ctx.in[k], at_outer, inner) : fmt::format("{}[{}]", ctx.in[k], at_outer);
+    return fmt::format("{}[{}]", ctx.in[k], broadcast_loop_index(loops, out, node.inputs[k]->shape));
   };
   std::string a = operand(0);
   std::string b = spec.arity == 2 ? operand(1) : "";
@@ -221,7 +185,7 @@ std::string lower_elementwise(LoweringContext& ctx) {
                           "{ep}"
                           "      {out}[o * {inner} + i] = v;\n"
                           "    }}\n",
-                          fmt::arg("outer", num_elements(outer_shape)), fmt::arg("inner", inner), fmt::arg("ct", ct),
+                          fmt::arg("outer", loops.outer), fmt::arg("inner", inner), fmt::arg("ct", ct),
                           fmt::arg("expr", expr),
                           fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", fmt::format("o * {} + i", inner)) : ""),
                           fmt::arg("out", ctx.out[0]));

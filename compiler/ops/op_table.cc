@@ -89,6 +89,48 @@ std::string broadcast_index_expr(const Shape& out, const Shape& in, const std::s
   return expr.empty() ? "0" : "(" + expr + ")";
 }
 
+BroadcastLoops broadcast_loops(const Shape& out, const std::vector<Shape>& operands) {
+  const size_t rank = out.size();
+  size_t split = rank;
+  for (size_t d = rank; d-- > 0;) {
+    bool ok = true;
+    for (const Shape& in : operands) {
+      Shape padded(rank, 1);
+      for (size_t i = 0; i < in.size() && i < rank; ++i) padded[rank - in.size() + i] = in[i];
+      bool dense = true, fixed = true;
+      for (size_t k = d; k < rank; ++k) {
+        dense = dense && padded[k] == out[k];
+        fixed = fixed && padded[k] == 1;
+      }
+      ok = ok && (dense || fixed);
+    }
+    if (!ok) break;
+    split = d;
+  }
+  BroadcastLoops l;
+  l.split = split;
+  l.outer = num_elements(Shape(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(split)));
+  l.inner = num_elements(Shape(out.begin() + static_cast<std::ptrdiff_t>(split), out.end()));
+  l.nested = split > 0 && split < rank && l.inner > 1;
+  if (!l.nested) {
+    l.outer = 1;
+    l.inner = num_elements(out);
+  }
+  return l;
+}
+
+std::string broadcast_loop_index(const BroadcastLoops& loops, const Shape& out, const Shape& in) {
+  if (!loops.nested) return broadcast_index_expr(out, in, "i");
+  const size_t rank = out.size();
+  Shape padded(rank, 1);
+  for (size_t i = 0; i < in.size(); ++i) padded[rank - in.size() + i] = in[i];
+  const auto split = static_cast<std::ptrdiff_t>(loops.split);
+  const Shape out_outer(out.begin(), out.begin() + split), in_outer(padded.begin(), padded.begin() + split);
+  const std::string at_outer = broadcast_index_expr(out_outer, in_outer, "o");
+  const bool follows = num_elements(padded) > num_elements(in_outer);  // not fixed over the trailing dims
+  return follows ? fmt::format("({}) * {} + i", at_outer, loops.inner) : at_outer;
+}
+
 int64_t normalize_axis(int64_t axis, int64_t rank, const Node& node) {
   // A rank-0 tensor has no axis: callers index dims with the result.
   if (rank == 0) fail("{}: axis {} given for a rank-0 (scalar) tensor, which has no axes", node.describe(), axis);

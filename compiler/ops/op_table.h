@@ -95,6 +95,20 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const Node& node);
 // Index into a tensor of shape `in`, broadcast to `out`, for the output element at
 // flat index `flat` (C expression); "0" for scalars and `flat` when shapes match.
 std::string broadcast_index_expr(const Shape& out, const Shape& in, const std::string& flat);
+// A loop nest for elementwise work over |out| whose operands have |operands| shapes:
+// `o` over the output dims before `split`, `i` over the rest, split where every
+// operand either follows the output or stays fixed over the trailing dims (a
+// per-channel scale over H x W), so the inner loop is contiguous and the broadcast
+// index is computed once per `o`. Not nested when no split helps.
+struct BroadcastLoops {
+  bool nested = false;
+  size_t split = 0;
+  int64_t outer = 1, inner = 1;
+};
+BroadcastLoops broadcast_loops(const Shape& out, const std::vector<Shape>& operands);
+// The index into an operand of shape |in| at (o, i) of |loops| (at flat `i` when the
+// loops are not nested).
+std::string broadcast_loop_index(const BroadcastLoops& loops, const Shape& out, const Shape& in);
 int64_t normalize_axis(int64_t axis, int64_t rank, const Node& node);
 void set_output(Node& node, size_t i, DType dtype, Shape shape);
 const Tensor& constant_input(const Node& node, size_t i, const char* what);

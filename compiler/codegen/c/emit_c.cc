@@ -1,5 +1,6 @@
 #include "compiler/codegen/c/emit_c.h"
 
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
@@ -51,13 +52,15 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
     prologue += fmt::format("  float* INGOT_RESTRICT scratch = (float*)b[{}];\n  (void)scratch;\n", b++);
     ctx.scratch = "scratch";
   }
+  std::function<std::string(const std::string&)> sweep_epilogue;
   if (!node.epilogue.empty()) {
     const Shape& out_shape = node.outputs[0]->shape;
     ctx.has_epilogue = true;
     // An operand that varies only along the output's last dimension (a bias row) is
     // indexed by that coordinate when the lowering knows it: `col % N` of a flat index
     // would keep the compiler from vectorizing the epilogue loop.
-    auto emit = [&node, operands, out_shape](const std::string& var, const std::string& flat, const std::string& col) {
+    auto emit = [&node, operands, out_shape](const std::string& var, const std::string& flat, const std::string& col,
+                                             const ops::BroadcastLoops* loops = nullptr) {
       std::string s;
       for (size_t k = 0; k < node.epilogue.size(); ++k) {
         const EpilogueOp& e = node.epilogue[k];
@@ -67,7 +70,9 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
           const Shape& os = e.operand->shape;
           bool last_dim_only = !col.empty() && !os.empty() && !out_shape.empty() && os.back() == out_shape.back() &&
                                os.back() > 1 && num_elements(os) == os.back();
-          std::string index = last_dim_only ? col : ops::broadcast_index_expr(out_shape, os, flat);
+          std::string index = loops          ? ops::broadcast_loop_index(*loops, out_shape, os)
+                              : last_dim_only ? col
+                                              : ops::broadcast_index_expr(out_shape, os, flat);
           other = fmt::format("{}[{}]", operands[k], index);
         }
         std::string a = e.anchor_is_lhs || !e.operand ? var : other;
@@ -77,13 +82,25 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
       return s;
     };
     ctx.epilogue = [emit](const std::string& var, const std::string& flat) { return emit(var, flat, ""); };
-    ctx.epilogue_at = emit;
+    ctx.epilogue_at = [emit](const std::string& var, const std::string& flat, const std::string& col) {
+      return emit(var, flat, col);
+    };
+    // A lowering that leaves the epilogue to a sweep over its output gets the same loop
+    // nest as an elementwise op: a per-channel operand (a BatchNorm after a Concat) is
+    // then read once per channel instead of through a division per element.
+    sweep_epilogue = [emit, out_shape, &node](const std::string& out) {
+      std::vector<Shape> shapes;
+      for (const EpilogueOp& e : node.epilogue)
+        if (e.operand) shapes.push_back(e.operand->shape);
+      const ops::BroadcastLoops loops = ops::broadcast_loops(out_shape, shapes);
+      const std::string flat = loops.nested ? fmt::format("o * {} + i", loops.inner) : "i";
+      return fmt::format("  for (int64_t o = 0; o < {}; ++o)\n    for (int64_t i = 0; i < {}; ++i) {{\n"
+                         "    float v = {}[{}];\n{}    {}[{}] = v;\n  }}\n",
+                         loops.outer, loops.inner, out, flat, emit("v", flat, "", &loops), out, flat);
+    };
   }
   std::string body = def->lower(ctx);
-  if (ctx.has_epilogue && !ctx.epilogue_applied) {
-    body += fmt::format("  for (int64_t i = 0; i < {}; ++i) {{\n    float v = out0[i];\n{}    out0[i] = v;\n  }}\n",
-                        node.outputs[0]->numel(), ctx.epilogue("v", "i"));
-  }
+  if (ctx.has_epilogue && !ctx.epilogue_applied) body += sweep_epilogue("out0");
   headers.insert(ctx.headers.begin(), ctx.headers.end());
   std::string name = ctx.kernel_name.empty() ? node.op_type : ctx.kernel_name;
   for (const EpilogueOp& e : node.epilogue) name += "_" + e.op_type;
