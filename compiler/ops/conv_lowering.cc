@@ -1,6 +1,7 @@
 // Conv lowerings, one function per strategy (conv_ops.h). Each emits the C body of
 // the dispatch, applies the fused epilogue itself and names its kernel.
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "compiler/ops/conv_ops.h"
@@ -183,12 +184,48 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
       fmt::arg("ps", ps), fmt::arg("phases", p.m), fmt::arg("blocks", blocks));
 }
 
+namespace {
+
+// The store after a tile whose columns are output pixels numbered in a padded row
+// |width| (shifted and phase planes): the columns split into runs that stay in one
+// padded row, and each run's real columns (below OW) are one contiguous, vectorizable
+// store with bias and epilogue. `oc0` is the group's first output channel.
+std::function<std::string(const std::string&, int64_t, const std::string&, int64_t)> padded_width_store(
+    LoweringContext& ctx, const ConvGeometry& c, int64_t width) {
+  return [&ctx, &c, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    const Window& g = c.win;
+    const int64_t HW = g.OH * g.OW;
+    const std::string bias = ctx.node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+    const std::string ep =
+        ctx.epilogue ? ctx.epilogue("v", fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW)) : "";
+    return fmt::format(
+        "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
+        "        const int64_t oc = oc0 + {m0} + r;\n"
+        "        for (int64_t j0 = 0; j0 < {nr};) {{\n"
+        "          const int64_t np = {n0} + j0, oh = np / {Wp}, ow0 = np - oh * {Wp};\n"
+        "          const int64_t run = {nr} - j0 < {Wp} - ow0 ? {nr} - j0 : {Wp} - ow0;\n"
+        "          const int64_t real = ow0 >= {OW} ? 0 : ({OW} - ow0 < run ? {OW} - ow0 : run);\n"
+        "          for (int64_t t = 0; t < real; ++t) {{\n"
+        "            const int64_t ow = ow0 + t;\n"
+        "            float v = ct[r * 48 + j0 + t]{bias};\n"
+        "{ep}"
+        "            yn[oc * {OHW} + oh * {OW} + ow] = v;\n"
+        "          }}\n"
+        "          j0 += run;\n"
+        "        }}\n"
+        "      }}\n",
+        fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("Wp", width),
+        fmt::arg("OW", g.OW), fmt::arg("bias", bias), fmt::arg("OHW", HW),
+        fmt::arg("ep", ep));
+  };
+}
+
+}  // namespace
+
 std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c) {
   const Node& node = ctx.node;
   const Window& g = c.win;
   const int64_t HW = g.OH * g.OW;
-  const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
-  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
   ctx.epilogue_applied = true;
   // Stride-1 convolution as GEMM without im2col: the input is copied once into
   // zero-padded planes of width Wp, where every tap is a shift of the flat plane;
@@ -209,29 +246,7 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
     return fmt::format("      f32_conv_tile_8x48_avx512(ct, 48, wg + ({}) * {}, {}, xpg + {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n",
                        m0, K, K, n0, Hp * Wp, Wp, c.ICG, g.KH, g.KW, g.DH, g.DW, mr, nr);
   };
-  loops.after_tile = [&, Wp](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
-    // The tile's columns split into runs that stay in one padded row; each run's
-    // real columns are one contiguous (vectorizable) store.
-    return fmt::format(
-        "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
-        "        const int64_t oc = oc0 + {m0} + r;\n"
-        "        for (int64_t j0 = 0; j0 < {nr};) {{\n"
-        "          const int64_t np = {n0} + j0, oh = np / {Wp}, ow0 = np - oh * {Wp};\n"
-        "          const int64_t run = {nr} - j0 < {Wp} - ow0 ? {nr} - j0 : {Wp} - ow0;\n"
-        "          const int64_t real = ow0 >= {OW} ? 0 : ({OW} - ow0 < run ? {OW} - ow0 : run);\n"
-        "          for (int64_t t = 0; t < real; ++t) {{\n"
-        "            const int64_t ow = ow0 + t;\n"
-        "            float v = ct[r * 48 + j0 + t]{bias};\n"
-        "{ep}"
-        "            yn[oc * {OHW} + oh * {OW} + ow] = v;\n"
-        "          }}\n"
-        "          j0 += run;\n"
-        "        }}\n"
-        "      }}\n",
-        fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("Wp", Wp),
-        fmt::arg("OW", g.OW), fmt::arg("bias", bias), fmt::arg("OHW", HW),
-        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
-  };
+  loops.after_tile = padded_width_store(ctx, c, Wp);
   ctx.kernel_name = fmt::format("f32_conv{}x{}_s1{}_shifted_gemm_avx512_{}", g.KH, g.KW,
                                 c.G > 1 ? fmt::format("_g{}", c.G) : "", shape_str(node.outputs[0]->shape));
   return fmt::format(
@@ -260,8 +275,6 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
   const Node& node = ctx.node;
   const Window& g = c.win;
   const int64_t HW = g.OH * g.OW;
-  const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
-  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
   ctx.epilogue_applied = true;
   // Strided convolution as GEMM without im2col: the input is copied once into S x S
   // phase planes per channel, where every tap of a stride-S window is a shift again
@@ -280,27 +293,7 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
     return fmt::format("      f32_conv_taps_tile_8x48_avx512(ct, 48, wg + ({}) * {}, {}, xpg + {}, {}, taps, {}, {}, {}, {});\n",
                        m0, K, K, n0, p.channel_floats, taps, c.ICG, mr, nr);
   };
-  loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
-    return fmt::format(
-        "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
-        "        const int64_t oc = oc0 + {m0} + r;\n"
-        "        for (int64_t j0 = 0; j0 < {nr};) {{\n"
-        "          const int64_t np = {n0} + j0, oh = np / {Wq}, ow0 = np - oh * {Wq};\n"
-        "          const int64_t run = {nr} - j0 < {Wq} - ow0 ? {nr} - j0 : {Wq} - ow0;\n"
-        "          const int64_t real = ow0 >= {OW} ? 0 : ({OW} - ow0 < run ? {OW} - ow0 : run);\n"
-        "          for (int64_t t = 0; t < real; ++t) {{\n"
-        "            const int64_t ow = ow0 + t;\n"
-        "            float v = ct[r * 48 + j0 + t]{bias};\n"
-        "{ep}"
-        "            yn[oc * {OHW} + oh * {OW} + ow] = v;\n"
-        "          }}\n"
-        "          j0 += run;\n"
-        "        }}\n"
-        "      }}\n",
-        fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("Wq", p.Wq),
-        fmt::arg("OW", g.OW), fmt::arg("bias", bias), fmt::arg("OHW", HW),
-        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
-  };
+  loops.after_tile = padded_width_store(ctx, c, p.Wq);
   std::string table;
   for (int64_t t : p.taps) table += fmt::format("{}{}", table.empty() ? "" : ", ", t);
   ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_phase_gemm_avx512_{}", g.KH, g.KW, g.SW,
