@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "compiler/emit/output_files.h"
 #include "compiler/ir/error.h"
 #include "tools/commands.h"
 #include "tools/module_view.h"
@@ -32,23 +34,63 @@ struct BenchArgs {
   bool per_step = false;
   double peak_gflops = 0;  // 0: measure
   bool flush_denormals = false;
+  uint32_t threads = 0;  // 0: one per plan worker
+  std::string trace;     // Chrome trace-event JSON of one observed run
 };
 
-// Accumulates the time each step takes, for --per-step.
+// Accumulates the time each step takes, for --per-step and --trace. Called from
+// several threads for a multi-worker plan, each step on one of them: every slot
+// belongs to one step, so the threads never share one.
 struct StepProfile {
   std::vector<double> total_us;
-  std::chrono::steady_clock::time_point started;
+  std::vector<std::chrono::steady_clock::time_point> started, finished;
+
+  explicit StepProfile(size_t steps) : total_us(steps, 0.0), started(steps), finished(steps) {}
 
   static void observe(void* data, uint32_t step, int phase) {
     auto* self = static_cast<StepProfile*>(data);
     const auto now = std::chrono::steady_clock::now();
     if (phase == 0) {
-      self->started = now;
+      self->started[step] = now;
     } else {
-      self->total_us[step] += std::chrono::duration<double, std::micro>(now - self->started).count();
+      self->finished[step] = now;
+      self->total_us[step] += std::chrono::duration<double, std::micro>(now - self->started[step]).count();
     }
   }
 };
+
+// The worker whose list holds step |s|.
+uint32_t worker_of_step(const ingot_module_t& m, uint32_t s) {
+  for (uint32_t w = 0; w < m.plan->worker_count; ++w)
+    if (s >= m.workers[w].step_first && s < m.workers[w].step_first + m.workers[w].step_count) return w;
+  return 0;
+}
+
+// One observed run as Chrome trace events (chrome://tracing, Perfetto): a track per
+// worker, a slice per step with its measured start and duration.
+void write_trace(Session& session, const std::string& path) {
+  const ingot_module_t& m = session.module();
+  StepProfile profile(m.plan->step_count);
+  const auto origin = std::chrono::steady_clock::now();
+  session.invoke_observed(&StepProfile::observe, &profile);
+  const ModuleNames names = parse_names(m.names, m.names_size, m.plan->kernel_count, m.plan->step_count);
+  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  for (uint32_t w = 0; w < m.plan->worker_count; ++w)
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", w},
+                      {"args", {{"name", fmt::format("worker {}", w)}}}});
+  for (uint32_t s = 0; s < m.plan->step_count; ++s) {
+    const ingot_step_t& step = m.steps[s];
+    if (step.kind != INGOT_STEP_DISPATCH && step.kind != INGOT_STEP_COPY) continue;
+    const double ts = std::chrono::duration<double, std::micro>(profile.started[s] - origin).count();
+    const double dur = std::chrono::duration<double, std::micro>(profile.finished[s] - profile.started[s]).count();
+    const std::string label = s < names.steps.size() && !names.steps[s].empty() ? names.steps[s] : fmt::format("step {}", s);
+    events.push_back({{"name", label}, {"ph", "X"}, {"pid", 1}, {"tid", worker_of_step(m, s)}, {"ts", ts}, {"dur", dur},
+                      {"args", {{"step", s}, {"kernel", step.kind == INGOT_STEP_DISPATCH ? kernel_label(names, step.kernel) : "(copy)"}}}});
+  }
+  const nlohmann::ordered_json trace = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+  const std::string text = trace.dump(1) + "\n";
+  emit::write_file_atomically(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
 
 // Sets the CPU's flush-to-zero and denormals-are-zero modes for this thread (x86
 // MXCSR), as inference runtimes offer: denormal arithmetic can be 100x slower.
@@ -97,8 +139,7 @@ StepReport profile_steps(Session& session, int runs, double peak_override) {
       report.peak_source = "measured";
     }
   }
-  StepProfile profile;
-  profile.total_us.assign(m.plan->step_count, 0.0);
+  StepProfile profile(m.plan->step_count);
   for (int i = 0; i < runs; ++i) session.invoke_observed(&StepProfile::observe, &profile);
   const ModuleNames names = parse_names(m.names, m.names_size, m.plan->kernel_count, m.plan->step_count);
   double sum = 0;
@@ -110,6 +151,7 @@ StepReport profile_steps(Session& session, int runs, double peak_override) {
     row.step = s;
     row.us = profile.total_us[s] / runs;
     row.percent = sum > 0 ? 100.0 * profile.total_us[s] / sum : 0.0;
+    if (step.kind == INGOT_STEP_SIGNAL || step.kind == INGOT_STEP_WAIT) continue;
     row.kernel = step.kind == INGOT_STEP_DISPATCH ? kernel_label(names, step.kernel) : "(copy)";
     row.label = s < names.steps.size() ? names.steps[s] : "";
     if (report.has_work) {
@@ -190,7 +232,7 @@ nlohmann::ordered_json step_report_json(const StepReport& report) {
 int run_bench(const BenchArgs& args, Streams& streams) {
   for (const std::string& value : args.inputs) reject_flag_like("--input", value);
   if (args.flush_denormals) flush_denormals_to_zero();
-  Session session(args.module);
+  Session session(args.module, args.threads);
   std::vector<Tensor> inputs;
   const bool random_inputs = args.inputs.empty() && !session.inputs().empty();
   if (random_inputs) {
@@ -211,6 +253,7 @@ int run_bench(const BenchArgs& args, Streams& streams) {
     micros.push_back(std::chrono::duration<double, std::micro>(end - start).count());
   }
   const LatencyStats stats = summarize(micros);
+  if (!args.trace.empty()) write_trace(session, args.trace);
 
   if (args.json) {
     nlohmann::ordered_json report = {
@@ -219,6 +262,8 @@ int run_bench(const BenchArgs& args, Streams& streams) {
         {"warmup", args.warmup},
         {"inputs", random_inputs ? "random" : "given"},
         {"arena_bytes", session.arena_size()},
+        {"workers", session.module().plan->worker_count},
+        {"threads", session.threads()},
         {"unit", "us"},
         {"min", stats.min},
         {"median", stats.median},
@@ -235,7 +280,9 @@ int run_bench(const BenchArgs& args, Streams& streams) {
     streams.out << report.dump(2) << "\n";
     return kExitOk;
   }
-  streams.out << fmt::format("module: {}\n", args.module);
+  streams.out << fmt::format("module: {} ({} worker{}, {} thread{})\n", args.module, session.module().plan->worker_count,
+                             session.module().plan->worker_count == 1 ? "" : "s", session.threads(),
+                             session.threads() == 1 ? "" : "s");
   streams.out << fmt::format("iterations: {} (after {} warmup), inputs: {}\n", args.iterations,
                              args.warmup,
                              random_inputs ? fmt::format("random (seed {})", args.seed)
@@ -274,6 +321,12 @@ CommandFn add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON object instead of a table");
   cmd->add_flag("--flush-denormals", args->flush_denormals,
                 "Treat denormal floats as zero while timing (x86 FTZ/DAZ)");
+  cmd->add_option("--threads", args->threads,
+                  "Threads to run a multi-worker plan on (default: one per worker; fewer give the same results)")
+      ->check(CLI::Range(1u, INGOT_MAX_WORKERS));
+  cmd->add_option("--trace", args->trace,
+                  "Write one observed run's step times per worker as Chrome trace-event JSON (Perfetto opens it)")
+      ->type_name("PATH");
   cmd->add_flag("--per-step", args->per_step,
                 "Also time each plan step, slowest first, with its GFLOP/s, share of the core's peak and GB/s");
   cmd->add_option("--peak", args->peak_gflops,

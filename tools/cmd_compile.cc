@@ -1,4 +1,9 @@
 // ingot compile MODEL.onnx -o OUT [flags]: fills driver::CompileOptions and compiles.
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
 #include <memory>
 #include <set>
 #include <string>
@@ -25,6 +30,7 @@ struct CompileArgs {
   std::vector<std::string> input_shapes;
   std::string cc;  // empty: the target's C compiler
   bool keep_temps = false;
+  std::string workers = "1";
 };
 
 int run_compile(const CompileArgs& args) {
@@ -53,6 +59,7 @@ int run_compile(const CompileArgs& args) {
   }
   options.cc = args.cc;
   options.keep_temps = args.keep_temps;
+  options.workers = parse_workers(args.workers);
   if (args.output.empty()) fail("-o: empty output path");
   driver::compile(options);
   return kExitOk;
@@ -74,6 +81,23 @@ driver::InputShapeOverride parse_input_shape(std::string_view text) {
          e.what());
   }
   return shape;
+}
+
+uint32_t parse_workers(std::string_view text) {
+  if (text == "host") {
+    // The cores this process may run on (its affinity mask), else the online count.
+    cpu_set_t set;
+    long n = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
+    if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+    return static_cast<uint32_t>(std::clamp<long>(n, 1, INGOT_MAX_WORKERS));
+  }
+  uint32_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 1 || n > INGOT_MAX_WORKERS) {
+    fail("--workers '{}': expected a count from 1 to {} or 'host'", text, INGOT_MAX_WORKERS);
+  }
+  return n;
 }
 
 int parse_opt_level(std::string_view text) {
@@ -125,6 +149,11 @@ CommandFn add_compile_command(CLI::App& app) {
   cmd->add_option("--cc", args->cc,
                   "C compiler used to build the kernels (default: cc; arm-none-eabi-gcc for cortex-m targets)")
       ->type_name("PATH");
+  cmd->add_option("--workers", args->workers,
+                  "Step lists (threads or cores) to plan for: a count, or 'host' for this machine's cores; "
+                  "large dispatches are split over them, the plan stays on one when that does not pay")
+      ->type_name("N|host")
+      ->capture_default_str();
   cmd->add_flag("--keep-temps", args->keep_temps,
                 "Keep the generated C sources in a temporary folder (debugging)");
   return [args](Streams&) { return run_compile(*args); };

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,9 @@
 #include "compiler/driver/driver.h"
 #include "compiler/ir/error.h"
 #include "tools/artifact_size.h"
+#include "compiler/emit/output_files.h"
 #include "tools/commands.h"
+#include "tools/timeline.h"
 #include "tools/module_view.h"
 #include "tools/tensor_io.h"
 
@@ -33,6 +36,7 @@ struct InspectArgs {
   bool size = false;
   bool json = false;
   std::string cc;  // C artifacts: replaces the target's C compiler
+  std::string timeline;  // write the predicted per-worker schedule here (SVG)
 };
 
 // Everything inspect reports, gathered once from the loaded module.
@@ -147,6 +151,9 @@ json plan_json(const View& view) {
       entry["workgroups"] = {step.wg_begin, step.wg_end};
     } else if (step.kind == INGOT_STEP_COPY) {
       entry["bytes"] = step.wg_end;
+    } else if (step.kind == INGOT_STEP_WAIT) {
+      entry["on_worker"] = step.kernel;
+      entry["signal"] = step.wg_end;
     }
     if (!view.work.empty()) {
       entry["flops"] = view.work[s].flops;
@@ -155,8 +162,14 @@ json plan_json(const View& view) {
     if (!view.names.steps[s].empty()) entry["label"] = view.names.steps[s];
     steps.push_back(std::move(entry));
   }
-  return {{"worker_count", plan.worker_count}, {"kernel_count", plan.kernel_count},
-          {"step_count", plan.step_count},     {"binding_count", plan.binding_count},
+  json workers = json::array();
+  for (uint32_t w = 0; w < plan.worker_count; ++w) {
+    const ingot_worker_t& wk = view.module.workers[w];
+    workers.push_back({{"step_first", wk.step_first}, {"step_count", wk.step_count}, {"signal_count", wk.signal_count}});
+  }
+  return {{"worker_count", plan.worker_count}, {"sync_count", plan.sync_count},
+          {"kernel_count", plan.kernel_count}, {"step_count", plan.step_count},
+          {"binding_count", plan.binding_count}, {"workers", workers},
           {"kernels", kernels},                {"steps", steps}};
 }
 
@@ -268,9 +281,9 @@ void print_size(const View& view, std::ostream& out) {
 
 void print_plan(const View& view, std::ostream& out) {
   const ingot_plan_header_t& plan = *view.module.plan;
-  out << fmt::format("\nplan: {} steps, {} kernels, {} bindings, {} worker{}\n", plan.step_count,
+  out << fmt::format("\nplan: {} steps, {} kernels, {} bindings, {} worker{}, {} sync point{}\n", plan.step_count,
                      plan.kernel_count, plan.binding_count, plan.worker_count,
-                     plan.worker_count == 1 ? "" : "s");
+                     plan.worker_count == 1 ? "" : "s", plan.sync_count, plan.sync_count == 1 ? "" : "s");
   size_t kernel_width = 6;
   for (uint32_t k = 0; k < plan.kernel_count; ++k) {
     kernel_width = std::max(kernel_width, kernel_label(view.names, k).size());
@@ -291,6 +304,13 @@ void print_plan(const View& view, std::ostream& out) {
                      "workgroups", work_header, "bindings (base+offset:size)");
   for (uint32_t s = 0; s < plan.step_count; ++s) {
     const ingot_step_t& step = view.module.steps[s];
+    for (uint32_t w = 0; w < plan.worker_count && plan.worker_count > 1; ++w) {
+      const ingot_worker_t& wk = view.module.workers[w];
+      if (wk.step_first == s) {
+        out << fmt::format("  worker {}: steps {}..{}, {} signal{}\n", w, wk.step_first, wk.step_first + wk.step_count,
+                           wk.signal_count, wk.signal_count == 1 ? "" : "s");
+      }
+    }
     std::string kernel = "-";
     std::string range = "-";
     if (step.kind == INGOT_STEP_DISPATCH) {
@@ -298,6 +318,8 @@ void print_plan(const View& view, std::ostream& out) {
       range = fmt::format("[{}, {})", step.wg_begin, step.wg_end);
     } else if (step.kind == INGOT_STEP_COPY) {
       range = fmt::format("{} bytes", step.wg_end);
+    } else if (step.kind == INGOT_STEP_WAIT) {
+      kernel = fmt::format("worker {} signal {}", step.kernel, step.wg_end);
     }
     std::string bindings;
     for (uint32_t b = 0; b < step.binding_count; ++b) {
@@ -426,6 +448,19 @@ int run_inspect(const InspectArgs& args, Streams& streams) {
   view.external = read_external_weights(module);
   const SizeBreakdown parts = module_size_breakdown(module, file.size());
 
+  if (!args.timeline.empty()) {
+    target::Target target;
+    target.features = module.header->features;
+    target.arch = module.header->arch;
+    const std::vector<TimelineSlice> slices = predict_timeline(module, view.work, driver::cost_model(target));
+    const std::string title =
+        fmt::format("{}: {} worker{}, {} sync point{} (predicted by the cost model{})", args.module,
+                    module.plan->worker_count, module.plan->worker_count == 1 ? "" : "s", module.plan->sync_count,
+                    module.plan->sync_count == 1 ? "" : "s", view.work.empty() ? "; stripped: no work, no times" : "");
+    const std::string svg = timeline_svg(module, slices, view.names.steps, title);
+    emit::write_file_atomically(args.timeline,
+                                std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(svg.data()), svg.size()));
+  }
   const bool all = !args.plan && !args.memory && !args.size;
   if (args.json) {
     json report = {{"module", args.module}, {"file_size", file.size()},
@@ -467,6 +502,10 @@ CommandFn add_inspect_command(CLI::App& app) {
                 "Bytes by part (entry, plan, kernels, helpers, metadata, weights); for a module also the "
                 "header and sections with offsets, sizes and CRCs");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  cmd->add_option("--timeline", args->timeline,
+                  "Also write the static schedule as an SVG Gantt chart, a row per worker, step times from the "
+                  "compiler's cost model")
+      ->type_name("PATH.svg");
   cmd->add_option("--cc", args->cc, "C artifacts: the C compiler to size them with (default: the one they name)")
       ->type_name("PATH");
   return [args](Streams& streams) { return run_inspect(*args, streams); };

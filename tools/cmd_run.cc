@@ -26,6 +26,7 @@ struct RunArgs {
   double atol = 1e-4;
   double rtol = 1e-4;
   bool print = true;
+  uint32_t threads = 0;  // 0: one per plan worker
 };
 
 // "@y.npy" or "y.npy" -> "y.npy".
@@ -41,7 +42,7 @@ int run_run(const RunArgs& args, Streams& streams) {
   for (const std::string& value : args.expected) reject_flag_like("--expected-output", value);
   std::vector<std::string> paths;
   for (const std::string& value : args.outputs) paths.push_back(output_path(value));
-  Session session(args.module);
+  Session session(args.module, args.threads);
   const std::vector<TensorInfo>& outputs = session.outputs();
 
   // Everything the user gave is checked before the module runs.
@@ -134,6 +135,9 @@ CommandFn add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--print-outputs,!--no-print", args->print,
                 "Print the outputs (default) or not");
+  cmd->add_option("--threads", args->threads,
+                  "Threads to run a multi-worker plan on (default: one per worker; fewer give the same results)")
+      ->check(CLI::Range(1u, INGOT_MAX_WORKERS));
   return [args](Streams& streams) { return run_run(*args, streams); };
 }
 

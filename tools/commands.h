@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <ostream>
+#include <cstdint>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
@@ -43,5 +44,9 @@ void reject_flag_like(std::string_view option, const std::string& value);
 // The value of -O ("0", "2" or "s") as driver::CompileOptions::opt_level (0, 2, 3).
 // Throws ingot::Error otherwise.
 int parse_opt_level(std::string_view text);
+
+// The value of --workers: a count from 1 to INGOT_MAX_WORKERS, or "host" (the cores
+// this process may run on). Throws ingot::Error otherwise.
+uint32_t parse_workers(std::string_view text);
 
 }  // namespace ingot::tools

@@ -201,7 +201,8 @@ std::string step_kind_name(uint32_t kind) {
   switch (kind) {
     case INGOT_STEP_DISPATCH: return "DISPATCH";
     case INGOT_STEP_COPY: return "COPY";
-    case INGOT_STEP_BARRIER: return "BARRIER";
+    case INGOT_STEP_SIGNAL: return "SIGNAL";
+    case INGOT_STEP_WAIT: return "WAIT";
   }
   return fmt::format("step#{}", kind);
 }

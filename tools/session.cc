@@ -89,7 +89,7 @@ Tensor random_tensor(const TensorInfo& info, std::mt19937_64& rng) {
   return tensor;
 }
 
-Session::Session(const std::string& path) : module_(path) {
+Session::Session(const std::string& path, uint32_t threads) : module_(path) {
   inputs_ = module_inputs(module());
   outputs_ = module_outputs(module());
   arena_ = AlignedBuffer(ingot_module_arena_size(&module()));
@@ -98,6 +98,13 @@ Session::Session(const std::string& path) : module_(path) {
   if (status != INGOT_OK) {
     fail("cannot initialize a context for '{}' (arena of {} bytes): {}", path, arena_.size(),
          ingot_status_string(status));
+  }
+  const uint32_t workers = module().plan->worker_count;
+  if (workers > 1 && threads != 1) {
+    status = ingot_hosted_context_create(&module(), threads, &threaded_);
+    if (status != INGOT_OK) {
+      fail("cannot start {} threads for '{}': {}", threads == 0 ? workers : threads, path, ingot_status_string(status));
+    }
   }
   for (const TensorInfo& info : inputs_) input_buffers_.emplace_back(info.byte_size);
   for (const TensorInfo& info : outputs_) output_buffers_.emplace_back(info.byte_size);
@@ -122,8 +129,13 @@ void Session::set_inputs(const std::vector<Tensor>& tensors) {
   }
 }
 
+Session::~Session() { ingot_hosted_context_destroy(threaded_); }
+
+uint32_t Session::threads() const { return threaded_ ? ingot_hosted_context_threads(threaded_) : 1; }
+
 void Session::invoke() {
-  ingot_status_t status = ingot_invoke(&context_, input_pointers_.data(), output_pointers_.data());
+  ingot_status_t status = threaded_ ? ingot_hosted_invoke(threaded_, input_pointers_.data(), output_pointers_.data())
+                                    : ingot_invoke(&context_, input_pointers_.data(), output_pointers_.data());
   if (status != INGOT_OK) {
     fail("invoking '{}' failed: {}", path(), ingot_status_string(status));
   }
@@ -131,7 +143,8 @@ void Session::invoke() {
 
 void Session::invoke_observed(ingot_step_observer_t observer, void* data) {
   ingot_status_t status =
-      ingot_invoke_observed(&context_, input_pointers_.data(), output_pointers_.data(), observer, data);
+      threaded_ ? ingot_hosted_invoke_observed(threaded_, input_pointers_.data(), output_pointers_.data(), observer, data)
+                : ingot_invoke_observed(&context_, input_pointers_.data(), output_pointers_.data(), observer, data);
   if (status != INGOT_OK) {
     fail("invoking '{}' failed: {}", path(), ingot_status_string(status));
   }

@@ -50,8 +50,16 @@ Tensor random_tensor(const TensorInfo& info, std::mt19937_64& rng);
 
 class Session {
  public:
-  // Loads |path| with the hosted runtime and binds a fresh arena. Throws ingot::Error.
-  explicit Session(const std::string& path);
+  // Loads |path| with the hosted runtime and binds a fresh arena. A plan for several
+  // workers runs on |threads| threads (0: one per worker; 1: the caller's thread only).
+  // Throws ingot::Error.
+  explicit Session(const std::string& path, uint32_t threads = 0);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Threads invoke runs on.
+  uint32_t threads() const;
 
   const std::string& path() const { return module_.path(); }
   const ingot_module_t& module() const { return module_.module(); }
@@ -74,6 +82,7 @@ class Session {
   std::vector<TensorInfo> outputs_;
   AlignedBuffer arena_;
   ingot_context_t context_{};
+  ingot_hosted_context_t* threaded_ = nullptr;  // several threads; null: context_
   std::vector<AlignedBuffer> input_buffers_;
   std::vector<AlignedBuffer> output_buffers_;
   std::vector<const void*> input_pointers_;

@@ -39,6 +39,16 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 }  // namespace
 
+schedule::CostModel cost_model(const target::Target& t) {
+  // Rates a core sustains on this code, by ISA: estimates that set where a split pays
+  // (a few microseconds of sync against the step's time), not predictions.
+  schedule::CostModel m;
+  if (t.features & INGOT_FEATURE_AVX512F) m.gflops = 80;
+  else if (t.features & INGOT_FEATURE_AVX2) m.gflops = 30;
+  else m.gflops = 4;
+  return m;
+}
+
 ops::TargetTraits target_traits(const target::Target& t) {
   return ops::TargetTraits{t.features, t.arch, t.l1d_bytes, t.l2_bytes, t.l3_bytes};
 }
@@ -79,19 +89,27 @@ void compile(const CompileOptions& options) {
                                /*fuse_blocks=*/(target.features & INGOT_FEATURE_AVX512F) != 0, target_traits(target));
   passes::PassOptions pass_options;
   pass_options.time_passes = options.time_passes;
-  std::vector<std::string> stage_names = {"plan", "codegen"};
+  std::vector<std::string> stage_names = {"plan", "streams", "codegen"};
   for (const std::string& d : options.dump_after) {
     if (std::find(stage_names.begin(), stage_names.end(), d) == stage_names.end()) pass_options.dump_after.insert(d);
   }
   pipeline.run(*graph, pass_options, std::cout);
 
+  // Steps in order, their kernels (which say how many workgroups each can split
+  // into), the partition over workers, then storage and the sync points it needs.
   auto t1 = Clock::now();
-  schedule::Plan plan = schedule::build_plan(*graph);
-  if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "plan", ms_since(t1) * 1000);
-  if (wants_dump(options, "plan")) fmt::print("// ----- plan -----\n{}", schedule::print_plan(plan));
-
+  schedule::Plan plan = schedule::order_steps(*graph);
   auto t2 = Clock::now();
   codegen::CSource source = codegen::generate_c(plan, target);
+  auto t3 = Clock::now();
+  schedule::partition_workers(plan, source.step_workgroups, options.workers, cost_model(target));
+  schedule::place_storage(plan, *graph);
+  schedule::place_plan_syncs(plan);
+  if (options.time_passes) {
+    fmt::print("stage {:<24} {:>10.1f} us\n", "plan", (ms_since(t1) - std::chrono::duration<double, std::milli>(t3 - t2).count()) * 1000);
+  }
+  if (wants_dump(options, "plan")) fmt::print("// ----- plan -----\n{}{}", schedule::print_plan(plan), schedule::print_streams(plan));
+  if (wants_dump(options, "streams")) fmt::print("// ----- streams -----\n{}", schedule::streams_dot(plan));
   if (wants_dump(options, "codegen")) fmt::print("// ----- generated C -----\n{}", source.code);
   codegen::NativeOptions native_options;
   native_options.cc = options.cc;

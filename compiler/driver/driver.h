@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/ops/op_table.h"
+#include "compiler/schedule/streams.h"
 #include "compiler/target/target.h"
 
 namespace ingot::driver {
@@ -28,6 +29,7 @@ struct CompileOptions {
   std::vector<InputShapeOverride> input_shapes;
   std::string cc;                       // C compiler for kernels; empty: the target's
   bool keep_temps = false;              // leave the generated C in a temp dir (debugging)
+  uint32_t workers = 1;                 // step lists (streams); the plan may use fewer
 };
 
 // Compiles |options.input_path| into |options.output_path|. Diagnostics (dumps, pass
@@ -39,6 +41,9 @@ struct CompileOptions {
 // executable NAME. With --weights=external every form writes the weights beside it
 // (NAME.weights; MODULE.weights for a module) and records their size and CRC-32.
 void compile(const CompileOptions& options);
+
+// The cost model the stream partition reads for |t|: what one core sustains.
+schedule::CostModel cost_model(const target::Target& t);
 
 // What of |t| decides how nodes are computed, as the op table reads it.
 ops::TargetTraits target_traits(const target::Target& t);

@@ -1,5 +1,7 @@
 #include "compiler/driver/pack_module.h"
 
+#include <fmt/format.h>
+
 #include "compiler/ops/op_table.h"
 
 namespace ingot::driver {
@@ -16,43 +18,71 @@ emit::ModuleContents pack_module_contents(const Graph& graph, const schedule::Pl
   for (const Value* v : graph.outputs) m.outputs.push_back(signature(v));
   m.arena_bytes = plan.arena_bytes;
   m.kernel_names = source.kernel_names;
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const schedule::PlanStep& step = plan.steps[s];
-    ingot_step_t st{};
-    st.kind = static_cast<uint16_t>(step.kind);
-    st.binding_first = static_cast<uint32_t>(m.bindings.size());
-    st.binding_count = static_cast<uint16_t>(step.bindings.size());
-    for (size_t b = 0; b < step.bindings.size(); ++b) {
-      const Value* v = step.bindings[b];
-      schedule::Storage where = plan.storage.at(v);
-      // A COPY's destination is the output buffer itself, not the value's storage.
-      if (step.kind == INGOT_STEP_COPY && b == 1) where = schedule::Storage{INGOT_BASE_OUTPUT, step.copy_output, 0};
-      ingot_binding_t binding{};
-      binding.base = static_cast<uint16_t>(where.base);
-      binding.index = static_cast<uint16_t>(where.index);
-      binding.offset = where.offset;
-      binding.size = v->byte_size();
-      m.bindings.push_back(binding);
+  // Worker by worker: each RUN entry becomes the step's part (its workgroup range and
+  // its scratch slice), SIGNAL and WAIT entries become sync steps.
+  for (uint32_t w = 0; w < plan.streams.lists.size(); ++w) {
+    ingot_worker_t worker{};
+    worker.step_first = static_cast<uint32_t>(m.steps.size());
+    for (const schedule::StreamEntry& e : plan.streams.lists[w]) {
+      ingot_step_t st{};
+      ingot_step_work_t work{};
+      if (e.kind == schedule::StreamEntry::kSignal) {
+        st.kind = INGOT_STEP_SIGNAL;
+        ++worker.signal_count;
+        m.step_labels.push_back(fmt::format("signal {}", worker.signal_count));
+      } else if (e.kind == schedule::StreamEntry::kWait) {
+        st.kind = INGOT_STEP_WAIT;
+        st.kernel = e.on_worker;
+        st.wg_end = e.count;
+        m.step_labels.push_back(fmt::format("wait for worker {} signal {}", e.on_worker, e.count));
+      } else {
+        const auto [s, k] = plan.task_part[e.task];
+        const schedule::PlanStep& step = plan.steps[s];
+        const schedule::StepPart& part = step.parts[k];
+        st.kind = static_cast<uint16_t>(step.kind);
+        st.binding_first = static_cast<uint32_t>(m.bindings.size());
+        st.binding_count = static_cast<uint16_t>(step.bindings.size());
+        for (size_t b = 0; b < step.bindings.size(); ++b) {
+          const Value* v = step.bindings[b];
+          schedule::Storage where = plan.storage.at(v);
+          // A COPY's destination is the output buffer itself, not the value's storage.
+          if (step.kind == INGOT_STEP_COPY && b == 1) where = schedule::Storage{INGOT_BASE_OUTPUT, step.copy_output, 0};
+          ingot_binding_t binding{};
+          binding.base = static_cast<uint16_t>(where.base);
+          binding.index = static_cast<uint16_t>(where.index);
+          binding.offset = where.offset;
+          binding.size = v->byte_size();
+          if (v == step.scratch) {  // this part's slice
+            binding.size /= step.parts.size();
+            binding.offset += binding.size * part.scratch_slot;
+          }
+          m.bindings.push_back(binding);
+        }
+        const double share = static_cast<double>(part.wg_end - part.wg_begin) / static_cast<double>(step.workgroups);
+        if (step.kind == INGOT_STEP_DISPATCH) {
+          st.kernel = static_cast<uint32_t>(source.step_kernel[s]);
+          st.wg_begin = part.wg_begin;
+          st.wg_end = part.wg_end;
+          // What the part reads and writes (scratch stays in cache and is not counted).
+          if (step.node) work.flops = static_cast<uint64_t>(static_cast<double>(ops::node_flops(*step.node)) * share);
+          uint64_t bytes = 0;
+          for (const Value* v : step.bindings)
+            if (v != step.scratch) bytes += v->byte_size();
+          work.bytes = static_cast<uint64_t>(static_cast<double>(bytes) * share);
+        } else {
+          st.wg_end = static_cast<uint32_t>(step.copy_bytes);
+          work.bytes = 2 * step.copy_bytes;
+        }
+        m.step_labels.push_back(step.parts.size() > 1
+                                    ? fmt::format("{} [wg {}..{} of {}]", step.label, part.wg_begin, part.wg_end,
+                                                  step.workgroups)
+                                    : step.label);
+      }
+      m.steps.push_back(st);
+      m.step_work.push_back(work);
     }
-    if (step.kind == INGOT_STEP_DISPATCH) {
-      st.kernel = static_cast<uint32_t>(source.step_kernel[s]);
-      st.wg_begin = 0;
-      st.wg_end = 1;
-    } else {
-      st.wg_end = static_cast<uint32_t>(step.copy_bytes);
-    }
-    m.steps.push_back(st);
-    m.step_labels.push_back(step.label);
-    // What the step reads and writes (scratch stays in cache and is not counted).
-    ingot_step_work_t work{};
-    if (step.kind == INGOT_STEP_DISPATCH) {
-      if (step.node) work.flops = ops::node_flops(*step.node);
-      for (const Value* v : step.bindings)
-        if (v != step.scratch) work.bytes += v->byte_size();
-    } else if (step.kind == INGOT_STEP_COPY) {
-      work.bytes = 2 * step.copy_bytes;
-    }
-    m.step_work.push_back(work);
+    worker.step_count = static_cast<uint32_t>(m.steps.size()) - worker.step_first;
+    m.workers.push_back(worker);
   }
   m.constants = plan.constants;
   return m;

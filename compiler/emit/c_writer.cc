@@ -311,16 +311,30 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
                      c_comment_text(m.outputs[i].name), type_string(m.outputs[i]));
   }
   h += fmt::format(
-      "\n/* The caller's state: set by {p}_initialize, read by {p}_invoke. */\n"
-      "typedef struct {p}_context_t {{\n  unsigned char* arena;\n  const unsigned char* weights;\n}} {p}_context_t;\n\n"
+      "\n/* Step lists the plan was compiled for ({p}_invoke runs them all on its thread). */\n"
+      "#define {P}_WORKERS {workers}u\n"
+      "\n/* The caller's state: set by {p}_initialize, read by {p}_invoke and\n"
+      " * {p}_run_worker (whose sync counters live here: sync_ and runs_ are private). */\n"
+      "typedef struct {p}_context_t {{\n  unsigned char* arena;\n  const unsigned char* weights;\n"
+      "  unsigned int sync_[{sync_words}];\n  unsigned int runs_[{P}_WORKERS];\n}} {p}_context_t;\n\n"
       "/* Binds |arena| ({P}_ARENA_SIZE bytes at least, {P}_ARENA_ALIGNMENT-aligned; NULL when\n"
       " * the size is 0) and the weights ({wdoc}) into |context|. */\n"
       "int {p}_initialize({p}_context_t* context, void* arena, size_t arena_size,\n"
       "                   const void* weights, size_t weights_size);\n\n"
-      "/* Runs the model once: reads |inputs[i]|, writes |outputs[j]|. */\n"
+      "/* Runs the model once: reads |inputs[i]|, writes |outputs[j]|. Every worker's\n"
+      " * steps run on the calling thread, in an order the plan makes safe. */\n"
       "int {p}_invoke(const {p}_context_t* context, const void* const* inputs, void* const* outputs);\n\n"
+      "/* Runs worker |worker|'s steps of one run of the model ({P}_WORKERS workers): a\n"
+      " * caller with its own threads or cores calls it once per worker and run, with the\n"
+      " * same |inputs| and |outputs|, each worker on its own thread, and starts the next\n"
+      " * run only after every worker returned. Workers meet at the plan's sync points\n"
+      " * through C11-style atomics (acquire/release) on the context, spinning while they\n"
+      " * wait. Returns 1 for a worker out of range or a NULL pointer. */\n"
+      "int {p}_run_worker({p}_context_t* context, unsigned int worker, const void* const* inputs,\n"
+      "                   void* const* outputs);\n\n"
       "#ifdef __cplusplus\n}}\n#endif\n\n#endif /* {P}_H_ */\n",
-      fmt::arg("p", p), fmt::arg("P", P),
+      fmt::arg("p", p), fmt::arg("P", P), fmt::arg("workers", std::max<size_t>(1, m.workers.size())),
+      fmt::arg("sync_words", INGOT_MAX_WORKERS + 2),
       fmt::arg("wdoc", external ? fmt::format("the bytes of {}", c_comment_text(m.external_weights_path))
                                 : std::string("built in: pass NULL, 0")));
 
@@ -382,6 +396,14 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
     }
     c += "};\n";
   }
+  {
+    std::vector<ingot_worker_t> workers = m.workers;
+    if (workers.empty()) workers.push_back(ingot_worker_t{0, static_cast<uint32_t>(m.steps.size()), 0, 0});
+    c += fmt::format("static const ingot_worker_t {}_workers_[{}] = {{", p, workers.size());
+    for (const ingot_worker_t& w : workers)
+      c += fmt::format("{{{}u, {}u, {}u, 0}}, ", w.step_first, w.step_count, w.signal_count);
+    c += "};\n";
+  }
   if (!m.bindings.empty()) {
     c += fmt::format("static const ingot_binding_t {}_bindings_[{}] = {{\n", p, m.bindings.size());
     for (const ingot_binding_t& b : m.bindings) {
@@ -409,13 +431,6 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
   }
 
   // Helpers.
-  if (any_copy) {
-    c += fmt::format(
-        "\nstatic void {p}_copy_(void* dst, const void* src, uint32_t n) {{\n"
-        "  unsigned char* d = (unsigned char*)dst;\n  const unsigned char* s = (const unsigned char*)src;\n"
-        "  while (n--) *d++ = *s++;\n}}\n",
-        fmt::arg("p", p));
-  }
   if (external) {
     c += fmt::format(
         "\n/* CRC-32 (zlib's), a nibble at a time: 64 bytes of table. */\n"
@@ -447,6 +462,8 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
       "                   const void* weights, size_t weights_size) {{\n"
       "  if (context == NULL) return 1;\n"
       "  context->arena = NULL;\n  context->weights = NULL;\n"
+      "  for (uint32_t i = 0; i < sizeof context->sync_ / sizeof context->sync_[0]; ++i) context->sync_[i] = 0u;\n"
+      "  for (uint32_t i = 0; i < {P}_WORKERS; ++i) context->runs_[i] = 0u;\n"
       "{acheck}"
       "  if (((uintptr_t)arena & ({P}_ARENA_ALIGNMENT - 1u)) != 0) return 1;\n"
       "{wcheck}"
@@ -458,34 +475,18 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
                                                          fmt::arg("P", P))
                                            : std::string("  (void)arena_size;\n")));
 
-  std::string walk;
-  if (!m.steps.empty()) {
-    walk += fmt::format("  void* buffers[{}];\n", std::max<uint32_t>(max_bindings, 1));
-    walk += fmt::format("  for (uint32_t s = 0; s < {}u; ++s) {{\n", m.steps.size());
-    walk += fmt::format("    const ingot_step_t* step = &{}_steps_[s];\n", p);
-    if (!m.bindings.empty()) {
-      walk += fmt::format("    const ingot_binding_t* b = &{}_bindings_[step->binding_first];\n", p);
-      walk +=
-          "    for (uint32_t i = 0; i < step->binding_count; ++i)\n"
-          "      buffers[i] = ingot_plan_resolve_(&b[i], context->arena, context->weights, inputs, outputs);\n";
-    }
-    if (any_dispatch && any_copy) {
-      walk += fmt::format(
-          "    if (step->kind == INGOT_STEP_DISPATCH)\n"
-          "      {p}_kernels_[step->kernel](buffers, step->wg_begin, step->wg_end);\n"
-          "    else if (step->kind == INGOT_STEP_COPY)\n"
-          "      {p}_copy_(buffers[1], buffers[0], step->wg_end);\n",
-          fmt::arg("p", p));
-    } else if (any_dispatch) {
-      walk += fmt::format("    {}_kernels_[step->kernel](buffers, step->wg_begin, step->wg_end);\n", p);
-    } else if (any_copy) {
-      walk +=
-          fmt::format("    if (step->kind == INGOT_STEP_COPY) {}_copy_(buffers[1], buffers[0], step->wg_end);\n", p);
-    } else {
-      walk += "    (void)step;\n";
-    }
-    walk += "  }\n";
-  }
+  // The shared plan walker (plan_walk_impl.h, inlined above) over this file's tables.
+  std::string walk = fmt::format(
+      "  ingot_plan_walk_t walk;\n"
+      "  walk.steps = {steps};\n  walk.bindings = {bindings};\n  walk.workers = {p}_workers_;\n"
+      "  walk.worker_count = {P}_WORKERS;\n  walk.kernels = {kernels};\n  walk.code_base = NULL;\n"
+      "  walk.kernel_offsets = NULL;\n  walk.arena = context->arena;\n  walk.constants = context->weights;\n"
+      "  walk.inputs = inputs;\n  walk.outputs = outputs;\n  walk.observer = NULL;\n  walk.observer_data = NULL;\n",
+      fmt::arg("p", p), fmt::arg("P", P), fmt::arg("steps", m.steps.empty() ? "NULL" : p + "_steps_"),
+      fmt::arg("bindings", m.bindings.empty() ? "NULL" : p + "_bindings_"),
+      fmt::arg("kernels", any_dispatch ? p + "_kernels_" : "NULL"));
+  (void)max_bindings;
+  (void)any_copy;
   std::string io_check;
   if (!m.inputs.empty()) {
     io_check += fmt::format(
@@ -499,7 +500,6 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
         "    if (outputs[i] == NULL) return 1;\n",
         P);
   }
-  if (m.steps.empty() || m.bindings.empty()) io_check += "  (void)inputs;\n  (void)outputs;\n";
   c += fmt::format(
       "\nint {p}_invoke(const {p}_context_t* context, const void* const* inputs, void* const* outputs) {{\n"
       "  if (context == NULL) return 1;\n"
@@ -507,7 +507,22 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
       "{wcheck}"
       "{iocheck}"
       "{walk}"
-      "  return 0;\n}}\n",
+      "  ingot_plan_sync_t sync;\n"
+      "  for (uint32_t i = 0; i < {P}_WORKERS; ++i) sync.progress[i] = 0;\n"
+      "  sync.sequence = 0;\n  sync.run = 0;\n"
+      "  return ingot_plan_run_workers_(&walk, &sync, 0, 0, 1, NULL) == 0 ? 0 : 1;\n}}\n"
+      "\n_Static_assert(sizeof(((({p}_context_t*)0)->sync_)) == sizeof(ingot_plan_sync_t), \"sync words\");\n"
+      "int {p}_run_worker({p}_context_t* context, unsigned int worker, const void* const* inputs,\n"
+      "                   void* const* outputs) {{\n"
+      "  if (context == NULL || worker >= {P}_WORKERS) return 1;\n"
+      "{acheck}"
+      "{wcheck}"
+      "{iocheck}"
+      "{walk}"
+      "  ingot_plan_sync_t* sync = (ingot_plan_sync_t*)(void*)context->sync_;\n"
+      "  const int status = ingot_plan_run_workers_(&walk, sync, context->runs_[worker], worker, {P}_WORKERS, NULL);\n"
+      "  context->runs_[worker] += 1u;\n"
+      "  return status == 0 ? 0 : 1;\n}}\n",
       fmt::arg("p", p), fmt::arg("P", P),
       fmt::arg("wcheck", has_weights ? "  if (context->weights == NULL) return 1;\n" : ""), fmt::arg("walk", walk),
       fmt::arg("acheck", m.arena_bytes > 0 ? "  if (context->arena == NULL) return 1;\n" : ""),

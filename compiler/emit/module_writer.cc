@@ -123,7 +123,10 @@ std::vector<uint8_t> plan_section(const ModuleContents& c) {
   ingot_plan_header_t h{};
   h.arena_bytes = c.arena_bytes;
   h.arena_alignment = INGOT_ARENA_ALIGNMENT;
-  h.worker_count = 1;
+  std::vector<ingot_worker_t> workers = c.workers;
+  if (workers.empty()) workers.push_back(ingot_worker_t{0, checked_u32(c.steps.size(), "step count"), 0, 0});
+  h.worker_count = checked_u32(workers.size(), "worker count");
+  for (const ingot_step_t& st : c.steps) h.sync_count += st.kind == INGOT_STEP_WAIT;
   h.kernel_count = checked_u32(c.kernel_offsets.size(), "kernel count");
   h.step_count = checked_u32(c.steps.size(), "step count");
   h.binding_count = checked_u32(c.bindings.size(), "binding count");
@@ -134,6 +137,8 @@ std::vector<uint8_t> plan_section(const ModuleContents& c) {
   h.steps_offset = checked_u32(offset, "plan size");
   offset = align_up(offset + c.steps.size() * sizeof(ingot_step_t), 8);
   h.bindings_offset = checked_u32(offset, "plan size");
+  offset = align_up(offset + c.bindings.size() * sizeof(ingot_binding_t), 8);
+  h.workers_offset = checked_u32(offset, "plan size");
 
   std::vector<uint8_t> out;
   append(out, h);
@@ -142,6 +147,8 @@ std::vector<uint8_t> plan_section(const ModuleContents& c) {
   append_array(out, std::span<const ingot_step_t>(c.steps));
   pad_to(out, 8);
   append_array(out, std::span<const ingot_binding_t>(c.bindings));
+  pad_to(out, 8);
+  append_array(out, std::span<const ingot_worker_t>(workers));
   return out;
 }
 

@@ -27,6 +27,9 @@ struct ModuleContents {
   std::vector<uint32_t> kernel_offsets;  // into `code`
   std::vector<ingot_step_t> steps;
   std::vector<ingot_binding_t> bindings;
+  // One entry per worker: its steps are a contiguous range of `steps`. Empty means one
+  // worker running every step.
+  std::vector<ingot_worker_t> workers;
 
   // CONSTANTS: embedded bytes, or (external_weights_path non-empty) a reference to a
   // file holding exactly `constants`, which write_module_file writes beside the module.

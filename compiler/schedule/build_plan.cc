@@ -28,21 +28,29 @@ std::string step_label(const Node& n) {
 
 }  // namespace
 
-Plan build_plan(const Graph& graph) {
+namespace {
+
+// Aliases share their source's storage: the value that owns the bytes.
+const Value* alias_root(const Value* v) {
+  while (v->producer) {
+    const ops::OpDef* def = ops::find_op(v->producer->op_type);
+    if (!def || !def->is_alias || v != v->producer->outputs[0]) break;
+    v = v->producer->inputs[0];
+  }
+  return v;
+}
+
+}  // namespace
+
+Plan order_steps(const Graph& graph) {
   Plan plan;
-  // Aliases share their source's storage: root[v] is the value that owns the bytes.
-  std::map<const Value*, const Value*> root;
-  auto root_of = [&](const Value* v) {
-    while (root.count(v)) v = root[v];
-    return v;
-  };
+  auto root_of = alias_root;
 
   for (auto& owned : graph.nodes()) {
     const Node& node = *owned;
     const ops::OpDef* def = ops::find_op(node.op_type);
     if (!def) fail("{}: not in the op table", node.describe());
     if (def->is_alias) {
-      root[node.outputs[0]] = node.inputs[0];
       ++plan.alias_count;
       continue;
     }
@@ -69,6 +77,7 @@ Plan build_plan(const Graph& graph) {
         scratch->shape = {static_cast<int64_t>(bytes)};
         scratch->shape_known = true;
         step.scratch = scratch.get();
+        step.scratch_part_bytes = bytes;
         step.bindings.push_back(scratch.get());
         plan.scratch_values.push_back(std::move(scratch));
       }
@@ -101,6 +110,21 @@ Plan build_plan(const Graph& graph) {
       copy.label = fmt::format("copy '{}' to output {}", r->name, j);
       plan.steps.push_back(std::move(copy));
     }
+  }
+  for (PlanStep& step : plan.steps) step.parts = {StepPart{}};
+  return plan;
+}
+
+void place_storage(Plan& plan, const Graph& graph) {
+  auto root_of = alias_root;
+  // A split step's scratch holds one 64-byte aligned slice per part.
+  for (PlanStep& step : plan.steps) {
+    if (!step.scratch) continue;
+    Value* scratch = nullptr;
+    for (auto& v : plan.scratch_values)
+      if (v.get() == step.scratch) scratch = v.get();
+    const uint64_t slice = step.parts.size() > 1 ? align_up(step.scratch_part_bytes) : step.scratch_part_bytes;
+    scratch->shape = {static_cast<int64_t>(slice * step.parts.size())};
   }
 
   // Liveness of arena values over step indices, through aliases, in first-use order:
@@ -152,6 +176,12 @@ Plan build_plan(const Graph& graph) {
     }
   for (const Value* out : graph.outputs)
     if (!plan.storage.count(out)) plan.storage[out] = plan.storage.at(root_of(out));
+}
+
+Plan build_plan(const Graph& graph) {
+  Plan plan = order_steps(graph);
+  place_storage(plan, graph);
+  place_plan_syncs(plan);
   return plan;
 }
 

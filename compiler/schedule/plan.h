@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/schedule/streams.h"
 #include "ingot/abi.h"
 
 namespace ingot::schedule {
@@ -18,6 +19,15 @@ struct Storage {
   ingot_base_t base = INGOT_BASE_ARENA;
   uint32_t index = 0;   // input/output number
   uint64_t offset = 0;  // bytes from the base
+};
+
+// One worker's share of a step: workgroups [wg_begin, wg_end) of the dispatch, with
+// its own slice of the step's scratch (slot x scratch_part_bytes).
+struct StepPart {
+  uint32_t worker = 0;
+  uint32_t wg_begin = 0, wg_end = 1;
+  uint32_t scratch_slot = 0;
+  double start_us = 0, finish_us = 0;  // predicted by the cost model (timeline)
 };
 
 struct PlanStep {
@@ -30,6 +40,9 @@ struct PlanStep {
   uint32_t copy_output = 0;  // COPY: the destination is this graph output's buffer
   std::string label;
   const Value* scratch = nullptr;  // DISPATCH: step-local arena scratch (last binding)
+  uint64_t scratch_part_bytes = 0; // one part's scratch (the value holds one per part)
+  int64_t workgroups = 1;          // DISPATCH: independent output tiles (codegen)
+  std::vector<StepPart> parts;     // where it runs; one whole part on worker 0 by default
 };
 
 struct ArenaValue {
@@ -49,10 +62,22 @@ struct Plan {
   size_t alias_count = 0;
   // Synthetic values standing for per-step scratch buffers.
   std::vector<std::unique_ptr<Value>> scratch_values;
+  // Workers and sync points (streams.h): tasks are the steps' parts in global order.
+  uint32_t worker_count = 1;
+  std::vector<Task> tasks;
+  std::vector<std::pair<int, int>> task_part;  // task -> (step, part)
+  Streams streams;
 };
 
-// Orders dispatches, resolves aliases (Reshape and friends cost nothing), routes graph
-// outputs straight to the caller's buffers where possible, and plans the arena.
+// Orders dispatches, resolves aliases (Reshape and friends cost nothing) and routes graph
+// outputs straight to the caller's buffers where possible. No storage yet.
+Plan order_steps(const Graph& graph);
+
+// Plans the arena (every part of a split step gets its own scratch slice) and places
+// constants: plan.storage.
+void place_storage(Plan& plan, const Graph& graph);
+
+// order_steps + place_storage + sync placement, everything on one worker.
 Plan build_plan(const Graph& graph);
 
 // Human-readable summary (used by --dump-after=plan and tests).

@@ -1,8 +1,10 @@
-/* The plan walker: a step counter over the module's plan. No allocation, no locks, no
- * syscalls; every index and range was checked by ingot_module_load. */
+/* Invoking a module on the caller's thread through the shared plan walker
+ * (plan_walk_impl.h). No allocation, no locks, no syscalls; every index and range was
+ * checked by ingot_module_load. */
 #include <string.h>
 
 #include "ingot/runtime.h"
+#define INGOT_PLAN_COPY(dst, src, n) memcpy((dst), (src), (n))
 #include "plan_walk_impl.h"
 
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_kernel_fn_t) == sizeof(const uint8_t*),
@@ -46,39 +48,15 @@ static ingot_status_t ingot_invoke_impl_(ingot_context_t* context, const void* c
   if (context->arena_size < ingot_module_arena_size(m)) return INGOT_OUT_OF_RANGE;
   if (context->arena == NULL && plan->arena_bytes > 0) return INGOT_INVALID_ARGUMENT;
 
-  uint8_t* const arena = context->arena;
-  const uint8_t* const constants = m->constants;
-  const ingot_binding_t* const bindings = m->bindings;
-  const ingot_step_t* const steps = m->steps;
-  const uint32_t step_count = plan->step_count;
-  void* buffers[INGOT_MAX_BINDINGS_PER_STEP];
-
-  for (uint32_t s = 0; s < step_count; ++s) {
-    const ingot_step_t* step = &steps[s];
-    const ingot_binding_t* b = &bindings[step->binding_first];
-    if (observer != NULL) observer(observer_data, s, 0);
-    switch (step->kind) {
-      case INGOT_STEP_DISPATCH: {
-        for (uint32_t i = 0; i < step->binding_count; ++i) {
-          buffers[i] = ingot_plan_resolve_(&b[i], arena, constants, inputs, outputs);
-        }
-        const uint8_t* entry = m->code_base + m->kernel_offsets[step->kernel];
-        ingot_kernel_fn_t fn;
-        memcpy(&fn, &entry, sizeof(fn)); /* code address -> function pointer */
-        fn(buffers, step->wg_begin, step->wg_end);
-        break;
-      }
-      case INGOT_STEP_COPY:
-        if (step->wg_end > 0) {
-          memcpy(ingot_plan_resolve_(&b[1], arena, constants, inputs, outputs),
-                 ingot_plan_resolve_(&b[0], arena, constants, inputs, outputs), step->wg_end);
-        }
-        break;
-      default: /* INGOT_STEP_BARRIER: one worker meets only itself. */
-        break;
-    }
-    if (observer != NULL) observer(observer_data, s, 1);
-  }
+  /* Every worker list on this thread, round-robin: a multi-worker plan computes the
+   * same bits as on several threads (workers split only independent output tiles). */
+  ingot_plan_walk_t walk;
+  ingot_plan_walk_init_(&walk, m, context->arena, inputs, outputs);
+  walk.observer = observer;
+  walk.observer_data = observer_data;
+  ingot_plan_sync_t sync;
+  memset(&sync, 0, sizeof(sync));
+  if (ingot_plan_run_workers_(&walk, &sync, 0, 0, 1, NULL) != 0) return INGOT_MALFORMED;
   return INGOT_OK;
 }
 

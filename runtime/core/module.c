@@ -265,13 +265,74 @@ static ingot_status_t ingot_check_step_(const ingot_step_t* step, ingot_module_t
       }
       return INGOT_OK;
     }
-    case INGOT_STEP_BARRIER:
+    case INGOT_STEP_SIGNAL:
+    case INGOT_STEP_WAIT:
+      /* The worker and signal number of a WAIT are checked with the worker table. */
       if (step->binding_count != 0) {
-        return ingot_fail_(m, INGOT_MALFORMED, "BARRIER step has bindings");
+        return ingot_fail_(m, INGOT_MALFORMED, "SIGNAL or WAIT step has bindings");
       }
       return INGOT_OK;
     default:
       return ingot_fail_(m, INGOT_MALFORMED, "step has an unknown kind");
+  }
+}
+
+/* The worker lists: they cover the steps back to back, each WAIT names another
+ * worker and one of its signals, the counts in the table are right, and running the
+ * lists round-robin on one thread finishes (no WAIT waits for a signal that can only
+ * come after it: no deadlock, whatever the number of threads). */
+static ingot_status_t ingot_check_workers_(ingot_module_t* m) {
+  const ingot_plan_header_t* h = m->plan;
+  const ingot_worker_t* workers = m->workers;
+  uint32_t next = 0, waits = 0;
+  for (uint32_t w = 0; w < h->worker_count; ++w) {
+    if (workers[w].step_first != next || workers[w].step_count > h->step_count - next) {
+      return ingot_fail_(m, INGOT_MALFORMED, "worker step lists do not cover the steps in order");
+    }
+    if (workers[w].reserved != 0) return ingot_fail_(m, INGOT_MALFORMED, "worker reserved field is not 0");
+    uint32_t signals = 0;
+    for (uint32_t i = 0; i < workers[w].step_count; ++i) {
+      signals += m->steps[next + i].kind == INGOT_STEP_SIGNAL;
+    }
+    if (signals != workers[w].signal_count) {
+      return ingot_fail_(m, INGOT_MALFORMED, "worker signal count does not match its SIGNAL steps");
+    }
+    next += workers[w].step_count;
+  }
+  if (next != h->step_count) {
+    return ingot_fail_(m, INGOT_MALFORMED, "worker step lists do not cover the steps in order");
+  }
+  for (uint32_t w = 0; w < h->worker_count; ++w) {
+    for (uint32_t i = 0; i < workers[w].step_count; ++i) {
+      const ingot_step_t* step = &m->steps[workers[w].step_first + i];
+      if (step->kind != INGOT_STEP_WAIT) continue;
+      ++waits;
+      if (step->kernel >= h->worker_count || step->kernel == w) {
+        return ingot_fail_(m, INGOT_MALFORMED, "WAIT step names no other worker");
+      }
+      if (step->wg_end == 0 || step->wg_end > workers[step->kernel].signal_count) {
+        return ingot_fail_(m, INGOT_MALFORMED, "WAIT step waits for a signal its worker never gives");
+      }
+    }
+  }
+  if (waits != h->sync_count) return ingot_fail_(m, INGOT_MALFORMED, "plan sync count does not match its WAIT steps");
+  /* Round-robin simulation: each pass advances every list to its next unmet WAIT. */
+  uint32_t cursor[INGOT_MAX_WORKERS], progress[INGOT_MAX_WORKERS];
+  for (uint32_t w = 0; w < h->worker_count; ++w) cursor[w] = progress[w] = 0;
+  for (;;) {
+    int progressed = 0, done = 1;
+    for (uint32_t w = 0; w < h->worker_count; ++w) {
+      while (cursor[w] < workers[w].step_count) {
+        const ingot_step_t* step = &m->steps[workers[w].step_first + cursor[w]];
+        if (step->kind == INGOT_STEP_WAIT && progress[step->kernel] < step->wg_end) break;
+        if (step->kind == INGOT_STEP_SIGNAL) ++progress[w];
+        ++cursor[w];
+        progressed = 1;
+      }
+      if (cursor[w] < workers[w].step_count) done = 0;
+    }
+    if (done) return INGOT_OK;
+    if (!progressed) return ingot_fail_(m, INGOT_MALFORMED, "worker lists wait on each other (deadlock)");
   }
 }
 
@@ -284,8 +345,8 @@ static ingot_status_t ingot_parse_plan_(const ingot_section_view_t* section, ing
     return ingot_fail_(m, INGOT_MALFORMED, "plan arena alignment is not INGOT_ARENA_ALIGNMENT");
   }
   if (h->worker_count == 0) return ingot_fail_(m, INGOT_MALFORMED, "plan has no workers");
-  if (h->worker_count > 1) {
-    return ingot_fail_(m, INGOT_UNSUPPORTED, "plan needs more than one worker");
+  if (h->worker_count > INGOT_MAX_WORKERS) {
+    return ingot_fail_(m, INGOT_UNSUPPORTED, "plan has more workers than INGOT_MAX_WORKERS");
   }
   if (h->arena_bytes > (uint64_t)SIZE_MAX - (INGOT_ARENA_ALIGNMENT - 1u)) {
     return ingot_fail_(m, INGOT_UNSUPPORTED, "plan arena is too large for this host");
@@ -302,7 +363,12 @@ static ingot_status_t ingot_parse_plan_(const ingot_section_view_t* section, ing
                             sizeof(uint64_t), section->size)) {
     return ingot_fail_(m, INGOT_MALFORMED, "plan bindings are outside the PLAN section");
   }
+  if (!ingot_plan_array_ok_(h->workers_offset, h->worker_count, sizeof(ingot_worker_t),
+                            sizeof(uint32_t), section->size)) {
+    return ingot_fail_(m, INGOT_MALFORMED, "plan worker table is outside the PLAN section");
+  }
   m->plan = h;
+  m->workers = (const ingot_worker_t*)(section->data + h->workers_offset);
   m->kernel_offsets = (const uint32_t*)(section->data + h->kernel_offsets_offset);
   m->steps = (const ingot_step_t*)(section->data + h->steps_offset);
   m->bindings = (const ingot_binding_t*)(section->data + h->bindings_offset);
@@ -318,7 +384,7 @@ static ingot_status_t ingot_parse_plan_(const ingot_section_view_t* section, ing
   for (uint32_t i = 0; i < h->step_count; ++i) {
     INGOT_RETURN_IF_ERROR(ingot_check_step_(&m->steps[i], m));
   }
-  return INGOT_OK;
+  return ingot_check_workers_(m);
 }
 
 static ingot_status_t ingot_parse_names_(const ingot_section_view_t* section, ingot_module_t* m) {

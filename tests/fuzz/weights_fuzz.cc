@@ -31,9 +31,8 @@ std::vector<uint8_t> module_for(const std::vector<uint8_t>& weights) {
       {INGOT_BASE_ARENA, 0, 0, 0, n},     {INGOT_BASE_OUTPUT, 0, 0, 0, n},
   };
   c.steps = {{INGOT_STEP_COPY, 2, 0, 0, 0, static_cast<uint32_t>(n), 0},
-             {INGOT_STEP_BARRIER, 0, 0, 0, 0, 0, 0},
              {INGOT_STEP_COPY, 2, 0, 2, 0, static_cast<uint32_t>(n), 0}};
-  c.step_labels = {"in", "", "out"};
+  c.step_labels = {"in", "out"};
   return emit::serialize_module(c);
 }
 

@@ -81,14 +81,20 @@ ModuleContents copy_module() {
       bind(INGOT_BASE_ARENA, 0, 64, kTensorBytes),     bind(INGOT_BASE_OUTPUT, 0, 0, kTensorBytes),
       bind(INGOT_BASE_CONSTANTS, 0, 64, kTensorBytes), bind(INGOT_BASE_OUTPUT, 1, 0, kTensorBytes),
   };
-  ingot_step_t barrier{};
-  barrier.kind = INGOT_STEP_BARRIER;
-  c.steps = {copy_step(0, kTensorBytes), barrier, copy_step(2, kTensorBytes),
+  // Two workers: worker 0 copies x in and signals; worker 1 waits, then copies out.
+  ingot_step_t signal{};
+  signal.kind = INGOT_STEP_SIGNAL;
+  ingot_step_t wait{};
+  wait.kind = INGOT_STEP_WAIT;
+  wait.kernel = 0;
+  wait.wg_end = 1;
+  c.steps = {copy_step(0, kTensorBytes), signal, wait, copy_step(2, kTensorBytes),
              copy_step(4, kTensorBytes)};
+  c.workers = {{0, 2, 1, 0}, {2, 3, 0, 0}};
   c.constants.resize(kConstantBytes);
   for (size_t i = 0; i < c.constants.size(); ++i) c.constants[i] = static_cast<uint8_t>(i * 7 + 1);
   c.kernel_names = {"k0", "k1"};
-  c.step_labels = {"x to arena", "sync", "arena to y", "weights to z"};
+  c.step_labels = {"x to arena", "signal", "wait", "arena to y", "weights to z"};
   return c;
 }
 
@@ -155,7 +161,8 @@ TEST(ModuleFormatTest, AbiStructSizes) {
   EXPECT_EQ(sizeof(ingot_section_entry_t), 24u);
   EXPECT_EQ(sizeof(ingot_signature_header_t), 16u);
   EXPECT_EQ(sizeof(ingot_tensor_desc_t), 88u);
-  EXPECT_EQ(sizeof(ingot_plan_header_t), 40u);
+  EXPECT_EQ(sizeof(ingot_plan_header_t), 48u);
+  EXPECT_EQ(sizeof(ingot_worker_t), 16u);
   EXPECT_EQ(sizeof(ingot_step_t), 24u);
   EXPECT_EQ(sizeof(ingot_binding_t), 24u);
   EXPECT_EQ(sizeof(ingot_external_weights_t), 16u);
@@ -245,7 +252,9 @@ TEST(ModuleFormatTest, LoadsAndRunsCopyPlan) {
   EXPECT_EQ(m.inputs[0].dims[1], 4);
   EXPECT_EQ(m.inputs[0].byte_size, kTensorBytes);
   EXPECT_EQ(m.outputs[1].dtype, static_cast<uint32_t>(INGOT_DTYPE_U8));
-  EXPECT_EQ(m.plan->step_count, 4u);
+  EXPECT_EQ(m.plan->step_count, 5u);
+  EXPECT_EQ(m.plan->worker_count, 2u);
+  EXPECT_EQ(m.plan->sync_count, 1u);
   EXPECT_EQ(m.plan->kernel_count, 2u);
   EXPECT_EQ(m.constants_size, kConstantBytes);
   EXPECT_EQ(m.code_size, 12u);
@@ -290,20 +299,20 @@ TEST(ModuleFormatTest, StrippedModuleHasNoNames) {
 
 TEST(ModuleFormatTest, StepWorkRoundTrips) {
   ModuleContents c = copy_module();
-  c.step_work = {{0, 2 * kTensorBytes}, {0, 0}, {0, 2 * kTensorBytes}, {123456789012345ull, 77}};
+  c.step_work = {{0, 2 * kTensorBytes}, {0, 0}, {0, 0}, {0, 2 * kTensorBytes}, {123456789012345ull, 77}};
   ingot_module_t m;
   std::unique_ptr<AlignedBytes> keep;
   ASSERT_EQ(load_contents(c, &m, &keep), INGOT_OK) << m.error_detail;
   ASSERT_NE(m.step_work, nullptr);
   EXPECT_EQ(m.step_work[0].bytes, 2 * kTensorBytes);
-  EXPECT_EQ(m.step_work[3].flops, 123456789012345ull);
-  EXPECT_EQ(m.step_work[3].bytes, 77u);
+  EXPECT_EQ(m.step_work[4].flops, 123456789012345ull);
+  EXPECT_EQ(m.step_work[4].bytes, 77u);
   // Steps without an entry get zeros; more entries than steps cannot be written.
   c.step_work.resize(1);
   ASSERT_EQ(load_contents(c, &m, &keep), INGOT_OK) << m.error_detail;
   EXPECT_EQ(m.step_work[0].bytes, 2 * kTensorBytes);
-  EXPECT_EQ(m.step_work[3].flops, 0u);
-  c.step_work.resize(5);
+  EXPECT_EQ(m.step_work[4].flops, 0u);
+  c.step_work.resize(6);
   EXPECT_THROW(serialize_module(c), Error);
 }
 
@@ -367,7 +376,7 @@ TEST(ModuleFormatTest, MissingNamesArePaddedAndExtraNamesRejected) {
   ingot_module_t m;
   std::unique_ptr<AlignedBytes> keep;
   ASSERT_EQ(load_contents(c, &m, &keep), INGOT_OK) << m.error_detail;
-  EXPECT_EQ(m.names_size, std::strlen("only one") + 1 + 1 + 4);
+  EXPECT_EQ(m.names_size, std::strlen("only one") + 1 + 1 + 5);
   c.kernel_names = {"a", "b", "c"};
   EXPECT_THROW(serialize_module(c), ingot::Error);
 }
@@ -665,15 +674,42 @@ TEST(ModuleFormatTest, StructurallyBadModulesAreRefused) {
          c.steps.push_back(copy_step(6, 16));
        },
        "overlap"},
-      {"barrier with bindings",
+      {"signal with bindings",
        [](ModuleContents& c) {
          c.steps[1].binding_count = 1;
        },
-       "BARRIER step has bindings"},
+       "SIGNAL or WAIT step has bindings"},
+      {"wait for itself", [](ModuleContents& c) { c.steps[2].kernel = 1; }, "names no other worker"},
+      {"wait for a signal never given", [](ModuleContents& c) { c.steps[2].wg_end = 2; }, "never gives"},
+      {"wait for signal 0", [](ModuleContents& c) { c.steps[2].wg_end = 0; }, "never gives"},
+      {"lists out of order", [](ModuleContents& c) { c.workers[1].step_first = 3; }, "cover"},
+      {"wrong signal count", [](ModuleContents& c) { c.workers[0].signal_count = 2; }, "signal count"},
+      {"deadlock",
+       [](ModuleContents& c) {
+         // worker 0 waits for worker 1's signal, which worker 1 gives only after
+         // waiting for worker 0's.
+         ingot_step_t wait{};
+         wait.kind = INGOT_STEP_WAIT;
+         wait.kernel = 1;
+         wait.wg_end = 1;
+         ingot_step_t signal{};
+         signal.kind = INGOT_STEP_SIGNAL;
+         c.steps = {wait, c.steps[0], c.steps[1], c.steps[2], signal, c.steps[3], c.steps[4]};
+         c.workers = {{0, 3, 1, 0}, {3, 4, 1, 0}};
+         c.step_labels.clear();
+       },
+       "deadlock"},
+  };
+  // Steps a case appends belong to the last worker.
+  auto cover = [](ModuleContents& c) {
+    uint32_t covered = 0;
+    for (const ingot_worker_t& w : c.workers) covered += w.step_count;
+    if (!c.workers.empty() && covered < c.steps.size()) c.workers.back().step_count += static_cast<uint32_t>(c.steps.size()) - covered;
   };
   for (const BadCase& bad : cases) {
     ModuleContents c = copy_module();
     bad.mutate(c);
+    cover(c);
     ingot_module_t m;
     std::unique_ptr<AlignedBytes> keep;
     EXPECT_EQ(load_contents(c, &m, &keep), INGOT_MALFORMED) << bad.name;
@@ -686,6 +722,7 @@ TEST(ModuleFormatTest, StructurallyBadModulesAreRefused) {
   c.bindings.push_back(bind(INGOT_BASE_ARENA, 0, 0, 16));
   c.bindings.push_back(bind(INGOT_BASE_ARENA, 0, 16, 16));
   c.steps.push_back(copy_step(6, 16));
+  cover(c);
   ingot_module_t m;
   std::unique_ptr<AlignedBytes> keep;
   EXPECT_EQ(load_contents(c, &m, &keep), INGOT_OK) << m.error_detail;
@@ -740,7 +777,9 @@ TEST(ModuleFormatTest, SignatureAndPlanHeadersAreChecked) {
       INGOT_MALFORMED, "overflows");
   expect([&](uint8_t* p) { plan_header(p)->arena_alignment = 32; }, INGOT_MALFORMED, "alignment");
   expect([&](uint8_t* p) { plan_header(p)->worker_count = 0; }, INGOT_MALFORMED, "no workers");
-  expect([&](uint8_t* p) { plan_header(p)->worker_count = 2; }, INGOT_UNSUPPORTED, "worker");
+  expect([&](uint8_t* p) { plan_header(p)->worker_count = 33; }, INGOT_UNSUPPORTED, "more workers");
+  expect([&](uint8_t* p) { plan_header(p)->worker_count = 1; }, INGOT_MALFORMED, "cover");
+  expect([&](uint8_t* p) { plan_header(p)->sync_count = 0; }, INGOT_MALFORMED, "sync count");
   expect([&](uint8_t* p) { plan_header(p)->arena_bytes = ~uint64_t{0}; }, INGOT_UNSUPPORTED,
          "too large");
   expect([&](uint8_t* p) { plan_header(p)->arena_bytes = 90; }, INGOT_MALFORMED,
@@ -754,7 +793,7 @@ TEST(ModuleFormatTest, SignatureAndPlanHeadersAreChecked) {
          "plan bindings");
   expect([&](uint8_t* p) { plan_header(p)->binding_count = ~0u; }, INGOT_MALFORMED,
          "plan bindings");
-  expect([&](uint8_t* p) { plan_header(p)->step_count -= 1; }, INGOT_MALFORMED, "NAMES");
+  expect([&](uint8_t* p) { plan_header(p)->step_count -= 1; }, INGOT_MALFORMED, "cover");
 }
 
 TEST(ModuleFormatTest, ExternalWeights) {

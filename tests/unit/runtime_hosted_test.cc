@@ -274,8 +274,14 @@ TEST_F(RuntimeHostedTest, DispatchRunsMachineCode) {
   ingot_step_t second = first;
   second.wg_begin = 4;
   second.wg_end = 8;
-  ingot_step_t barrier{};
-  barrier.kind = INGOT_STEP_BARRIER;
+  // Two workers: worker 0 copies x in, signals, doubles the first half and records a
+  // range; worker 1 waits for that signal and doubles the second half.
+  ingot_step_t signal{};
+  signal.kind = INGOT_STEP_SIGNAL;
+  ingot_step_t wait{};
+  wait.kind = INGOT_STEP_WAIT;
+  wait.kernel = 0;
+  wait.wg_end = 1;
   ingot_step_t range{};
   range.kind = INGOT_STEP_DISPATCH;
   range.kernel = 0;
@@ -283,7 +289,8 @@ TEST_F(RuntimeHostedTest, DispatchRunsMachineCode) {
   range.binding_first = 4;
   range.wg_begin = 7;
   range.wg_end = 11;
-  c.steps = {copy, first, barrier, second, range};
+  c.steps = {copy, signal, first, range, wait, second};
+  c.workers = {{0, 4, 1, 0}, {4, 2, 0, 0}};
   write_module_file(c, path("k.ingot"));
 
   ingot_hosted_module_t hm;
@@ -302,6 +309,19 @@ TEST_F(RuntimeHostedTest, DispatchRunsMachineCode) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(y[i], 2 * x[i]) << i;
   EXPECT_EQ(r[0], 7u);
   EXPECT_EQ(r[1], 11u);
+  // The same plan on two threads and on one, many times (the worker meets the wait).
+  for (uint32_t threads : {2u, 1u}) {
+    ingot_hosted_context_t* hc = nullptr;
+    ASSERT_EQ(ingot_hosted_context_create(&hm.module, threads, &hc), INGOT_OK);
+    EXPECT_EQ(ingot_hosted_context_threads(hc), threads);
+    for (int run = 0; run < 200; ++run) {
+      x[run % 8] += 1.0f;
+      for (float& v : y) v = 0;
+      ASSERT_EQ(ingot_hosted_invoke(hc, inputs, outputs), INGOT_OK);
+      for (int i = 0; i < 8; ++i) ASSERT_EQ(y[i], 2 * x[i]) << "threads " << threads << " run " << run << " i " << i;
+    }
+    ingot_hosted_context_destroy(hc);
+  }
   ingot_hosted_module_unload(&hm);
 }
 #endif

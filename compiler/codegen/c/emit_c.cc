@@ -117,6 +117,7 @@ CSource generate_c(const schedule::Plan& plan, const target::Target& target) {
   for (const schedule::PlanStep& step : plan.steps) {
     if (step.kind != INGOT_STEP_DISPATCH) {
       src.step_kernel.push_back(-1);
+      src.step_workgroups.push_back(1);
       continue;
     }
     Body body = emit_dispatch(step, target, src.headers);
@@ -132,6 +133,7 @@ CSource generate_c(const schedule::Plan& plan, const target::Target& target) {
           c_comment_text(body.name), c_comment_text(step.label), symbol, body.text);
     }
     src.step_kernel.push_back(it->second);
+    src.step_workgroups.push_back(1);
   }
   std::string includes;
   for (const std::string& h : src.headers) includes += fmt::format("#include \"{}\"\n", h);

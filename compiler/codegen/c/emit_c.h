@@ -17,6 +17,7 @@ struct CSource {
   std::vector<std::string> kernel_symbols; // ingot_kernel_<i>
   std::vector<std::string> kernel_names;   // f32_conv3x3_s1_... per kernel
   std::vector<int> step_kernel;            // per plan step: kernel index, -1 for COPY
+  std::vector<int64_t> step_workgroups;    // per plan step: workgroups of its dispatch (1 for COPY)
 };
 
 CSource generate_c(const schedule::Plan& plan, const target::Target& target);

@@ -14,8 +14,8 @@
 extern "C" {
 #endif
 
-#define INGOT_ABI_VERSION 1u
-#define INGOT_MODULE_FORMAT_VERSION 2u
+#define INGOT_ABI_VERSION 2u
+#define INGOT_MODULE_FORMAT_VERSION 3u
 
 /* The first 8 bytes of every module file: "INGOTMOD". */
 #define INGOT_MODULE_MAGIC {'I', 'N', 'G', 'O', 'T', 'M', 'O', 'D'}
@@ -28,6 +28,8 @@ extern "C" {
 #define INGOT_MAX_RANK 8u
 #define INGOT_MAX_BINDINGS_PER_STEP 16u
 #define INGOT_MAX_SECTIONS 16u
+/* Step lists (workers) one plan may have; the sync state is one counter per worker. */
+#define INGOT_MAX_WORKERS 32u
 
 /* ---- Kernel signature ----------------------------------------------------
  * Every dispatch the compiler emits is one function of this type. |buffers| holds
@@ -120,33 +122,52 @@ typedef struct ingot_tensor_desc_t {
 /* ---- PLAN section --------------------------------------------------------
  * [ingot_plan_header_t][uint32 kernel_offsets x kernel_count]
  * [ingot_step_t x step_count][ingot_binding_t x binding_count]
- * Each array starts at the offset its header field names (from section start). */
+ * [ingot_worker_t x worker_count]
+ * Each array starts at the offset its header field names (from section start).
+ *
+ * Workers: the plan holds one step list per worker, stored back to back; worker w's
+ * list is steps [workers[w].step_first, + step_count). Workers meet only at the sync
+ * points the compiler placed: a SIGNAL step adds one to its worker's progress count,
+ * a WAIT step waits until another worker's count reaches a value. Every list follows
+ * one global order of the plan, so running the lists round-robin on one thread (or
+ * on any number of threads) never deadlocks and computes the same bits. */
 typedef struct ingot_plan_header_t {
   uint64_t arena_bytes;         /* activation arena the caller provides */
   uint32_t arena_alignment;     /* INGOT_ARENA_ALIGNMENT */
-  uint32_t worker_count;        /* 1 for now: one step list */
+  uint32_t worker_count;        /* step lists, 1..INGOT_MAX_WORKERS */
   uint32_t kernel_count;
-  uint32_t step_count;
+  uint32_t step_count;          /* all workers' steps */
   uint32_t binding_count;
   uint32_t kernel_offsets_offset;
   uint32_t steps_offset;
   uint32_t bindings_offset;
-} ingot_plan_header_t;
+  uint32_t workers_offset;      /* ingot_worker_t x worker_count */
+  uint32_t sync_count;          /* WAIT steps over all lists (the plan's sync points) */
+} ingot_plan_header_t;          /* 48 bytes */
+
+typedef struct ingot_worker_t {
+  uint32_t step_first;   /* index of the worker's first step */
+  uint32_t step_count;   /* steps in its list */
+  uint32_t signal_count; /* SIGNAL steps in its list */
+  uint32_t reserved;     /* 0 */
+} ingot_worker_t;        /* 16 bytes */
 
 typedef enum ingot_step_kind_e {
   INGOT_STEP_DISPATCH = 1, /* call kernel |kernel| on workgroups [wg_begin, wg_end) */
   INGOT_STEP_COPY = 2,     /* copy wg_end bytes from binding 0 to binding 1; kernel and
                               wg_begin are unused (write 0) */
-  INGOT_STEP_BARRIER = 3,  /* all workers meet (multi-worker plans); no bindings */
+  INGOT_STEP_SIGNAL = 3,   /* this worker's progress count += 1; no bindings, fields 0 */
+  INGOT_STEP_WAIT = 4,     /* wait until worker |kernel|'s progress count in this run
+                              reaches |wg_end| (1-based signal number); no bindings */
 } ingot_step_kind_t;
 
 typedef struct ingot_step_t {
   uint16_t kind;          /* ingot_step_kind_t */
   uint16_t binding_count; /* <= INGOT_MAX_BINDINGS_PER_STEP */
-  uint32_t kernel;        /* index into the kernel table (DISPATCH) */
+  uint32_t kernel;        /* index into the kernel table (DISPATCH); worker (WAIT) */
   uint32_t binding_first; /* index of the step's first binding */
   uint32_t wg_begin;
-  uint32_t wg_end;        /* COPY: byte count */
+  uint32_t wg_end;        /* COPY: byte count; WAIT: signal number */
   uint32_t reserved;      /* 0 */
 } ingot_step_t;           /* 24 bytes */
 
@@ -197,7 +218,8 @@ INGOT_ABI_STATIC_ASSERT(sizeof(ingot_module_header_t) == 72, "module header is 7
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_section_entry_t) == 24, "section entry is 24 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_signature_header_t) == 16, "signature header is 16 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_tensor_desc_t) == 88, "tensor desc is 88 bytes");
-INGOT_ABI_STATIC_ASSERT(sizeof(ingot_plan_header_t) == 40, "plan header is 40 bytes");
+INGOT_ABI_STATIC_ASSERT(sizeof(ingot_plan_header_t) == 48, "plan header is 48 bytes");
+INGOT_ABI_STATIC_ASSERT(sizeof(ingot_worker_t) == 16, "worker is 16 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_step_t) == 24, "step is 24 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_binding_t) == 24, "binding is 24 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_external_weights_t) == 16, "external weights is 16 bytes");

@@ -48,6 +48,46 @@ INGOT_MUST_USE ingot_status_t ingot_hosted_module_load_file(const char* path,
  * NULL-safe; idempotent (a zeroed struct is a no-op). */
 void ingot_hosted_module_unload(ingot_hosted_module_t* module);
 
+/* A context whose worker lists run on threads made once, here: thread 0 is the caller
+ * of ingot_hosted_invoke, threads 1.. are made by ingot_hosted_context_create, pinned
+ * to the CPUs this process may use (Linux), and sleep between runs. Owns its arena. */
+typedef struct ingot_hosted_context_t ingot_hosted_context_t;
+
+/* Makes a context for |module| (loaded, code set) with |threads| threads: 0 or more
+ * than the plan's worker count means one per worker. A plan for N workers runs on fewer
+ * threads too (thread t runs workers t, t + threads, ...) with the same results; one
+ * thread makes no threads, locks nothing and makes no system call per invoke.
+ * |module| must outlive the context. INGOT_OUT_OF_RANGE when memory or threads cannot
+ * be had. Thread-safe (touches only its arguments). */
+INGOT_MUST_USE ingot_status_t ingot_hosted_context_create(const ingot_module_t* module,
+                                                          uint32_t threads,
+                                                          ingot_hosted_context_t** out_context);
+
+/* Stops and joins the threads and frees the context. NULL-safe. */
+void ingot_hosted_context_destroy(ingot_hosted_context_t* context);
+
+/* Threads the context runs on (1 for a one-worker plan). 0 for NULL. */
+uint32_t ingot_hosted_context_threads(const ingot_hosted_context_t* context);
+
+/* The core context inside (its arena and module), e.g. for tools that check the
+ * arena; valid until ingot_hosted_context_destroy. NULL for NULL. */
+ingot_context_t* ingot_hosted_context_core(ingot_hosted_context_t* context);
+
+/* Runs the plan once on the context's threads; same argument rules and results as
+ * ingot_invoke. Not thread-safe per context (one caller at a time). */
+INGOT_MUST_USE ingot_status_t ingot_hosted_invoke(ingot_hosted_context_t* context,
+                                                  const void* const* inputs,
+                                                  void* const* outputs);
+
+/* ingot_hosted_invoke calling |observer| around every DISPATCH and COPY step, from
+ * the thread that runs it: with several threads it is called concurrently (for
+ * different steps), so it must be thread-safe. */
+INGOT_MUST_USE ingot_status_t ingot_hosted_invoke_observed(ingot_hosted_context_t* context,
+                                                           const void* const* inputs,
+                                                           void* const* outputs,
+                                                           ingot_step_observer_t observer,
+                                                           void* observer_data);
+
 /* INGOT_FEATURE_* bits this CPU supports and the OS enables (CPUID, plus XGETBV for the
  * AVX and AVX-512 register state). 0 on architectures without feature bits. */
 uint32_t ingot_hosted_cpu_features(void);

@@ -60,6 +60,7 @@ typedef struct ingot_module_t {
   const uint32_t* kernel_offsets;
   const ingot_step_t* steps;
   const ingot_binding_t* bindings;
+  const ingot_worker_t* workers;       /* plan->worker_count entries */
   const uint8_t* constants;            /* weight bytes (embedded, or external once set;
                                           NULL until ingot_module_set_external_weights) */
   uint64_t constants_size;             /* embedded size, or the external file's size */

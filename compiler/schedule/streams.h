@@ -1,0 +1,106 @@
+// Streams: the plan's steps spread over workers, and the sync points between them,
+// all decided at compile time.
+//
+// 1. partition_workers: a list scheduler over the plan's global step order with a cost
+//    model (FLOPs, bytes) per step. A large dispatch is split into workgroup ranges
+//    (output tiles) over workers sized so they finish together; a small one runs whole
+//    on the worker where it can start first (independent branches land on different
+//    workers: streams). A plan that would not run faster on several workers stays on
+//    one.
+// 2. place_syncs: dependencies come from memory: two parts conflict when their byte
+//    ranges overlap and one writes (read-after-write, and the write-after-read and
+//    write-after-write that arena reuse creates). Each conflict across workers is
+//    covered by exactly one WAIT on a SIGNAL placed after the producer; a wait already
+//    implied by earlier ones (vector clocks) is not placed.
+// 3. verify_syncs: an independent check of the result, run on every plan before it is
+//    written: every cross-worker conflict ordered, no deadlock, no redundant wait.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ingot::schedule {
+
+struct Plan;
+
+// ---- The abstract problem: parts of steps, their memory, their workers ----------
+
+// Bytes a part touches in one writable buffer (the arena, or output j: buffer 1 + j).
+// Inputs and constants are read-only and never conflict, so they are not listed.
+struct Access {
+  uint32_t buffer = 0;
+  uint64_t begin = 0, end = 0;
+  bool write = false;
+};
+
+// One part of one step, on one worker. Parts of one step never conflict with each
+// other (they write disjoint output tiles); tasks are listed in global step order.
+struct Task {
+  int step = 0;
+  uint32_t worker = 0;
+  std::vector<Access> accesses;
+};
+
+bool tasks_conflict(const Task& a, const Task& b);
+
+struct StreamEntry {
+  enum Kind { kRun, kSignal, kWait } kind = kRun;
+  int task = -1;           // kRun: index into the task list
+  uint32_t on_worker = 0;  // kWait: the worker waited for
+  uint32_t count = 0;      // kWait: its signal number (1-based)
+};
+
+// A wait and the conflicts (producer step, consumer step) it orders.
+struct SyncPoint {
+  uint32_t worker = 0, on_worker = 0, count = 0;
+  std::vector<std::pair<int, int>> edges;
+};
+
+struct Streams {
+  uint32_t worker_count = 1;
+  std::vector<std::vector<StreamEntry>> lists;  // one per worker
+  std::vector<SyncPoint> syncs;
+  size_t cross_edges = 0;    // conflicting task pairs on different workers
+  size_t implied_edges = 0;  // of those, ordered by earlier waits without a wait of their own
+};
+
+// Places SIGNAL and WAIT entries for |tasks| over |worker_count| workers.
+Streams place_syncs(uint32_t worker_count, const std::vector<Task>& tasks);
+
+// Problems with |streams| for |tasks| (empty: none): lists out of global order, a
+// cross-worker conflict left unordered, a deadlock, a wait implied by earlier ones, a
+// signal nobody waits for.
+std::vector<std::string> verify_syncs(const std::vector<Task>& tasks, const Streams& streams);
+
+// ---- On a plan ----------------------------------------------------------------
+
+// What the cost model knows of the target: rates one core sustains.
+struct CostModel {
+  double gflops = 60;         // sustained FLOP rate of one core on GEMM-like kernels
+  double gbytes_per_s = 20;   // bytes moved per second by one core
+  double step_us = 0.2;       // fixed cost of a step
+  double sync_us = 1.0;       // a wait that crosses workers
+  double split_min_us = 20;   // a dispatch below this stays whole
+};
+
+// Estimated run time of step |s| (whole), in microseconds.
+double step_cost_us(const Plan& plan, size_t s, const CostModel& cost);
+
+// Splits and places the plan's steps over |workers| workers (step.parts), given each
+// step's workgroup count (from codegen). Sets plan.worker_count (1 when several would
+// not pay) and each step's predicted start/finish times. Runs before arena planning:
+// a split step's scratch grows to one slice per part.
+void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint32_t workers, const CostModel& cost);
+
+// After arena planning: the tasks (parts with their byte ranges), their sync points
+// (plan.streams), and the verifier's verdict (a failure is a compiler bug: throws).
+void place_plan_syncs(Plan& plan);
+
+// The dependency graph with its partition, as Graphviz DOT (--dump-after=streams).
+std::string streams_dot(const Plan& plan);
+
+// Each worker's list and sync point, as text (ingot inspect, --dump-after=plan).
+std::string print_streams(const Plan& plan);
+
+}  // namespace ingot::schedule

@@ -1,0 +1,269 @@
+/* Hosted contexts: a module's worker lists on threads made once per context.
+ *
+ * The plan says which worker runs what and where workers wait for each other; this
+ * file only supplies threads and a way to wait. Thread t runs workers t, t + T, ...
+ * (T threads; the caller's thread is thread 0). A thread that must wait spins for a
+ * bounded time, then sleeps on a futex; between runs worker threads sleep, so an idle
+ * context costs no CPU. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
+
+#include "ingot/hosted.h"
+#define INGOT_PLAN_COPY(dst, src, n) memcpy((dst), (src), (n))
+#include "../core/plan_walk_impl.h"
+
+/* How long a waiting thread spins before it sleeps: long enough to ride out the
+ * skew between workers finishing one split step, short enough to burn nothing idle. */
+#define INGOT_SYNC_SPIN_NS 50000L
+#define INGOT_START_SPIN_NS 100000L
+
+struct ingot_hosted_context_t {
+  ingot_context_t core;
+  void* arena;
+  uint32_t threads;
+  pthread_t* tids;
+  uint32_t started; /* threads created */
+  _Alignas(64) ingot_plan_sync_t sync;
+  _Alignas(64) uint32_t start_seq; /* bumped to start a run (futex word) */
+  uint32_t start_sleepers;
+  _Alignas(64) uint32_t done_count; /* worker threads done with this run (futex word) */
+  uint32_t done_sleeper;
+  _Alignas(64) uint32_t sync_sleepers;
+  uint32_t stop;
+  uint32_t run;
+  ingot_plan_walk_t walk;
+};
+
+static long ingot_now_ns_(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static inline void ingot_cpu_relax_(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static void ingot_futex_wait_(uint32_t* word, uint32_t expected) {
+#if defined(__linux__)
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+#else
+  (void)word;
+  (void)expected;
+  sched_yield();
+#endif
+}
+
+static void ingot_futex_wake_(uint32_t* word) {
+#if defined(__linux__)
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+#else
+  (void)word;
+#endif
+}
+
+/* Waits until |*word| != |seen|: spins up to |spin_ns|, then sleeps with |*sleepers|
+ * raised, so the writer knows to wake it (it bumps the word, then reads sleepers). */
+static void ingot_wait_change_(uint32_t* word, uint32_t seen, uint32_t* sleepers, long spin_ns) {
+  const long until = ingot_now_ns_() + spin_ns;
+  for (uint32_t i = 1;; ++i) {
+    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen) return;
+    ingot_cpu_relax_();
+    if ((i & 63u) == 0 && ingot_now_ns_() > until) break;
+  }
+  __atomic_fetch_add(sleepers, 1u, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(word, __ATOMIC_SEQ_CST) == seen) ingot_futex_wait_(word, seen);
+  __atomic_fetch_sub(sleepers, 1u, __ATOMIC_SEQ_CST);
+}
+
+static void ingot_bump_and_wake_(uint32_t* word, uint32_t* sleepers) {
+  __atomic_fetch_add(word, 1u, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(sleepers, __ATOMIC_SEQ_CST) != 0) ingot_futex_wake_(word);
+}
+
+static void ingot_sync_wait_(void* data, const uint32_t* sequence, uint32_t seen) {
+  ingot_hosted_context_t* c = (ingot_hosted_context_t*)data;
+  ingot_wait_change_((uint32_t*)sequence, seen, &c->sync_sleepers, INGOT_SYNC_SPIN_NS);
+}
+
+static void ingot_sync_notify_(void* data) {
+  ingot_hosted_context_t* c = (ingot_hosted_context_t*)data;
+  /* The walker already bumped the sequence (seq_cst); wake sleepers if any. */
+  if (__atomic_load_n(&c->sync_sleepers, __ATOMIC_SEQ_CST) != 0) ingot_futex_wake_(&c->sync.sequence);
+}
+
+typedef struct ingot_thread_arg_t {
+  ingot_hosted_context_t* context;
+  uint32_t index;
+} ingot_thread_arg_t;
+
+static void* ingot_worker_thread_(void* raw) {
+  ingot_thread_arg_t arg = *(ingot_thread_arg_t*)raw;
+  free(raw);
+  ingot_hosted_context_t* c = arg.context;
+  const ingot_plan_wait_t waiter = {ingot_sync_wait_, ingot_sync_notify_, c};
+  uint32_t seen = 0;
+  for (;;) {
+    ingot_wait_change_(&c->start_seq, seen, &c->start_sleepers, INGOT_START_SPIN_NS);
+    seen = __atomic_load_n(&c->start_seq, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) return NULL;
+    (void)ingot_plan_run_workers_(&c->walk, &c->sync, c->run, arg.index, c->threads, &waiter);
+    if (__atomic_add_fetch(&c->done_count, 1u, __ATOMIC_SEQ_CST) == c->threads - 1u &&
+        __atomic_load_n(&c->done_sleeper, __ATOMIC_SEQ_CST) != 0) {
+      ingot_futex_wake_(&c->done_count);
+    }
+  }
+}
+
+/* Pins worker thread |index| to the index-th CPU this process may use, if any. */
+static void ingot_pin_thread_(pthread_t tid, uint32_t index) {
+#if defined(__linux__) && defined(_GNU_SOURCE)
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  const int count = CPU_COUNT(&allowed);
+  if (count <= 1) return;
+  int want = (int)(index % (uint32_t)count), seen = -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed) || ++seen != want) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    (void)pthread_setaffinity_np(tid, sizeof(one), &one);
+    return;
+  }
+#else
+  (void)tid;
+  (void)index;
+#endif
+}
+
+ingot_status_t ingot_hosted_context_create(const ingot_module_t* module, uint32_t threads,
+                                           ingot_hosted_context_t** out_context) {
+  if (out_context == NULL) return INGOT_INVALID_ARGUMENT;
+  *out_context = NULL;
+  if (module == NULL || module->plan == NULL) return INGOT_INVALID_ARGUMENT;
+  const uint32_t workers = module->plan->worker_count;
+  if (threads == 0 || threads > workers) threads = workers;
+  ingot_hosted_context_t* c = (ingot_hosted_context_t*)aligned_alloc(64, (sizeof(*c) + 63) / 64 * 64);
+  if (c == NULL) return INGOT_OUT_OF_RANGE;
+  memset(c, 0, sizeof(*c));
+  const size_t arena_size = ingot_module_arena_size(module);
+  if (arena_size > 0) {
+    c->arena = aligned_alloc(INGOT_ARENA_ALIGNMENT, arena_size);
+    if (c->arena == NULL) {
+      free(c);
+      return INGOT_OUT_OF_RANGE;
+    }
+    memset(c->arena, 0, arena_size);
+  }
+  ingot_status_t status = ingot_context_initialize(module, c->arena, arena_size, &c->core);
+  if (status != INGOT_OK) {
+    free(c->arena);
+    free(c);
+    return status;
+  }
+  c->threads = threads;
+  if (threads > 1) {
+    c->tids = (pthread_t*)calloc(threads, sizeof(pthread_t));
+    if (c->tids == NULL) {
+      ingot_hosted_context_destroy(c);
+      return INGOT_OUT_OF_RANGE;
+    }
+    for (uint32_t t = 1; t < threads; ++t) {
+      ingot_thread_arg_t* arg = (ingot_thread_arg_t*)malloc(sizeof(*arg));
+      if (arg != NULL) {
+        arg->context = c;
+        arg->index = t;
+      }
+      if (arg == NULL || pthread_create(&c->tids[t], NULL, ingot_worker_thread_, arg) != 0) {
+        free(arg);
+        ingot_hosted_context_destroy(c);
+        return INGOT_OUT_OF_RANGE;
+      }
+      c->started = t;
+      ingot_pin_thread_(c->tids[t], t);
+    }
+  }
+  *out_context = c;
+  return INGOT_OK;
+}
+
+void ingot_hosted_context_destroy(ingot_hosted_context_t* c) {
+  if (c == NULL) return;
+  if (c->started > 0) {
+    __atomic_store_n(&c->stop, 1u, __ATOMIC_SEQ_CST);
+    ingot_bump_and_wake_(&c->start_seq, &c->start_sleepers);
+    for (uint32_t t = 1; t <= c->started; ++t) pthread_join(c->tids[t], NULL);
+  }
+  free(c->tids);
+  free(c->arena);
+  free(c);
+}
+
+uint32_t ingot_hosted_context_threads(const ingot_hosted_context_t* context) {
+  return context == NULL ? 0 : context->threads;
+}
+
+ingot_context_t* ingot_hosted_context_core(ingot_hosted_context_t* context) {
+  return context == NULL ? NULL : &context->core;
+}
+
+ingot_status_t ingot_hosted_invoke_observed(ingot_hosted_context_t* c, const void* const* inputs,
+                                            void* const* outputs, ingot_step_observer_t observer,
+                                            void* observer_data) {
+  if (c == NULL) return INGOT_INVALID_ARGUMENT;
+  if (c->threads <= 1) return ingot_invoke_observed(&c->core, inputs, outputs, observer, observer_data);
+  const ingot_module_t* m = c->core.module;
+  /* The same argument checks as ingot_invoke, before any thread starts. */
+  if (m->signature->input_count > 0 && inputs == NULL) return INGOT_INVALID_ARGUMENT;
+  if (m->signature->output_count > 0 && outputs == NULL) return INGOT_INVALID_ARGUMENT;
+  for (uint32_t i = 0; i < m->signature->input_count; ++i) {
+    if (inputs[i] == NULL) return INGOT_INVALID_ARGUMENT;
+  }
+  for (uint32_t i = 0; i < m->signature->output_count; ++i) {
+    if (outputs[i] == NULL) return INGOT_INVALID_ARGUMENT;
+  }
+  if (m->plan->kernel_count > 0 && m->code_base == NULL) return INGOT_INVALID_ARGUMENT;
+  if (m->constants_size > 0 && m->constants == NULL) return INGOT_INVALID_ARGUMENT;
+
+  ingot_plan_walk_init_(&c->walk, m, c->core.arena, inputs, outputs);
+  c->walk.observer = observer;
+  c->walk.observer_data = observer_data;
+  __atomic_store_n(&c->done_count, 0u, __ATOMIC_RELAXED);
+  ingot_bump_and_wake_(&c->start_seq, &c->start_sleepers); /* release: walk, run, done_count */
+  const ingot_plan_wait_t waiter = {ingot_sync_wait_, ingot_sync_notify_, c};
+  (void)ingot_plan_run_workers_(&c->walk, &c->sync, c->run, 0, c->threads, &waiter);
+  /* Wait for the other threads: spin briefly, then sleep on done_count. */
+  const long until = ingot_now_ns_() + INGOT_SYNC_SPIN_NS;
+  for (uint32_t i = 1;; ++i) {
+    const uint32_t done = __atomic_load_n(&c->done_count, __ATOMIC_ACQUIRE);
+    if (done == c->threads - 1u) break;
+    if ((i & 63u) == 0 && ingot_now_ns_() > until) {
+      __atomic_store_n(&c->done_sleeper, 1u, __ATOMIC_SEQ_CST);
+      if (__atomic_load_n(&c->done_count, __ATOMIC_SEQ_CST) != c->threads - 1u) ingot_futex_wait_(&c->done_count, done);
+      __atomic_store_n(&c->done_sleeper, 0u, __ATOMIC_SEQ_CST);
+    } else {
+      ingot_cpu_relax_();
+    }
+  }
+  c->run += 1u;
+  return INGOT_OK;
+}
+
+ingot_status_t ingot_hosted_invoke(ingot_hosted_context_t* context, const void* const* inputs,
+                                   void* const* outputs) {
+  return ingot_hosted_invoke_observed(context, inputs, outputs, NULL, NULL);
+}
