@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark of ingot and ONNX Runtime, one thread each.
 #
-#   bench/run.sh [--models a,b] [--rounds N] [--iterations N] [--budget S] [--peak GFLOPS]
+#   bench/run.sh [--models a,b] [--rounds N] [--iterations N] [--budget S] [--peak GFLOPS] [--threads 1,2]
 #   bench/run.sh --zoo [--models a,b] [--rounds N] [--iterations N] [--budget S] [--peak GFLOPS]
 #   bench/run.sh --sweep [--quick] [--only a,b] [--category c] [--rounds N] [--budget S]
 #                [--jobs N] [--compile-timeout S] [--peak GFLOPS]
@@ -19,6 +19,8 @@
 #   --budget      seconds per engine and round when --iterations is not given (default 1.5;
 #                 sweep 0.25, quick 0.15)
 #   --peak        use this single-core peak in GFLOP/s instead of measuring it
+#   --threads     thread counts (default 1,2): ingot compiled with --workers=N next to ORT with
+#                 N intra-op threads; the table gains N-thread columns and speed-ups
 #   sweep only: --only / --category select cases, --jobs parallel compiles (default 2),
 #   --compile-timeout seconds per compile (default 120)
 #
@@ -41,10 +43,10 @@ while [ $# -gt 0 ]; do
     --zoo) MODE=zoo; shift ;;
     --sweep) MODE=sweep; shift ;;
     --quick) ARGS+=("$1"); shift ;;
-    --models|--rounds|--iterations|--budget|--only|--category|--jobs|--compile-timeout)
+    --models|--rounds|--iterations|--budget|--only|--category|--jobs|--compile-timeout|--threads)
       [ $# -ge 2 ] || { echo "bench/run.sh: $1 needs a value" >&2; exit 2; }
       ARGS+=("$1" "$2"); shift 2 ;;
-    --models=*|--rounds=*|--iterations=*|--budget=*|--only=*|--category=*|--jobs=*|--compile-timeout=*)
+    --models=*|--rounds=*|--iterations=*|--budget=*|--only=*|--category=*|--jobs=*|--compile-timeout=*|--threads=*)
       ARGS+=("$1"); shift ;;
     --peak) [ $# -ge 2 ] || { echo "bench/run.sh: --peak needs a value" >&2; exit 2; }
       PEAK=$2; shift 2 ;;

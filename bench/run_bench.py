@@ -89,11 +89,11 @@ def fresh(path):
     return path
 
 
-def ingot_compile(model, out, timeout=PROC_TIMEOUT_S):
-    """Compile model (.onnx) into out (.ingot); return (out, seconds)."""
+def ingot_compile(model, out, timeout=PROC_TIMEOUT_S, workers=1):
+    """Compile model (.onnx) into out (.ingot) for `workers` workers; return (out, seconds)."""
     fresh(out)
     t0 = time.time()
-    rc, _, err = run_proc([INGOT, "compile", model, "-o", out], timeout=timeout)
+    rc, _, err = run_proc([INGOT, "compile", model, "-o", out, f"--workers={workers}"], timeout=timeout)
     dt = time.time() - t0
     if rc == 124:
         raise EngineError(f"compile timed out after {timeout} s")
@@ -118,8 +118,8 @@ def ingot_bench(module, inp, iterations, warmup):
     return {k: r[k] for k in ("min", "median", "p90", "p99", "max", "mean", "stddev")}
 
 
-def ort_bench(model, inp, iterations, warmup, output=None):
-    cmd = ["node", ORT_JS, "--model", model, "--input", inp, "--threads", "1",
+def ort_bench(model, inp, iterations, warmup, output=None, threads=1):
+    cmd = ["node", ORT_JS, "--model", model, "--input", inp, "--threads", str(threads),
            "--iterations", str(iterations), "--warmup", str(warmup)]
     if output:
         cmd += ["--output", output]
@@ -169,41 +169,57 @@ def max_abs_diff(a, b):
     return float(np.nan_to_num(d, nan=np.inf).max()) if d.size else 0.0
 
 
+def engine_key(engine, n):
+    """'ingot' / 'ort' for one thread (the columns every report has), 'ingot2' / 'ort2' ..."""
+    return engine if n == 1 else f"{engine}{n}"
+
+
 def measure_model(name, args, manifest, models_dir=MODELS_DIR):
     info = manifest.get(name, {})
-    res = {"model": name, "gflops": info.get("gflops", 0.0), "errors": []}
+    res = {"model": name, "gflops": info.get("gflops", 0.0), "errors": [], "threads": args.thread_counts}
     onnx_path, inp = (os.path.join(models_dir, name + e) for e in (".onnx", ".in.npy"))
     ref = np.load(os.path.join(models_dir, name + ".out.npy"))
-    module = None
-    try:
-        module, compile_s = ingot_compile(onnx_path, os.path.join(WORK, "ingot", name + ".ingot"))
-        res["compile_s"] = round(compile_s, 2)
-        res["module_bytes"] = os.path.getsize(module)
-    except EngineError as e:
-        res["errors"].append("ingot " + str(e))
-        log(f"[{name}] ingot {e}")
+    modules = {}
+    for n in args.thread_counts:
+        try:
+            module, compile_s = ingot_compile(onnx_path, os.path.join(WORK, "ingot", f"{name}.w{n}.ingot"), workers=n)
+            modules[n] = module
+            if n == 1:
+                res["compile_s"] = round(compile_s, 2)
+                res["module_bytes"] = os.path.getsize(module)
+        except EngineError as e:
+            res["errors"].append(f"ingot ({n} workers) {e}")
+            log(f"[{name}] ingot ({n} workers) {e}")
 
     # Correctness, plus a short calibration run of each engine that sizes the rounds.
     y_ingot = y_ort = None
     est = {}
-    if module:
+    for n, module in list(modules.items()):
+        key = engine_key("ingot", n)
         try:
-            y_ingot = ingot_output(module, inp, os.path.join(WORK, "out", name + ".ingot.npy"))
-            est["ingot"] = ingot_bench(module, inp, 3, 1)["median"]
+            y = ingot_output(module, inp, os.path.join(WORK, "out", f"{name}.w{n}.ingot.npy"))
+            if n == 1:
+                y_ingot = y
+            elif y_ingot is not None and not np.array_equal(y, y_ingot):
+                res["errors"].append(f"ingot with {n} workers gives other bits than with 1")
+            est[key] = ingot_bench(module, inp, 3, 1)["median"]
         except EngineError as e:
-            res["errors"].append("ingot " + str(e))
-            log(f"[{name}] ingot {e}")
-            module = None
-    ort_out = fresh(os.path.join(WORK, "out", name + ".ort.npy"))
-    try:
-        stats, full = ort_bench(onnx_path, inp, 3, 1, output=ort_out)
-        est["ort"] = stats["median"]
-        res["ort_version"] = full.get("ort_version")
-        res["ort_load_ms"] = full.get("load_ms")
-        y_ort = np.load(ort_out)
-    except EngineError as e:
-        res["errors"].append(str(e))
-        log(f"[{name}] {e}")
+            res["errors"].append(f"ingot ({n} workers) {e}")
+            log(f"[{name}] ingot ({n} workers) {e}")
+            del modules[n]
+    for n in args.thread_counts:
+        key = engine_key("ort", n)
+        ort_out = fresh(os.path.join(WORK, "out", f"{name}.t{n}.ort.npy"))
+        try:
+            stats, full = ort_bench(onnx_path, inp, 3, 1, output=ort_out, threads=n)
+            est[key] = stats["median"]
+            if n == 1:
+                res["ort_version"] = full.get("ort_version")
+                res["ort_load_ms"] = full.get("load_ms")
+                y_ort = np.load(ort_out)
+        except EngineError as e:
+            res["errors"].append(f"{e} ({n} threads)")
+            log(f"[{name}] {e} ({n} threads)")
     res["max_abs_diff"] = max_abs_diff(y_ingot, y_ort)
     res["ingot_vs_ref"] = max_abs_diff(y_ingot, ref)
     res["ort_vs_ref"] = max_abs_diff(y_ort, ref)
@@ -211,18 +227,19 @@ def measure_model(name, args, manifest, models_dir=MODELS_DIR):
     if res["max_abs_diff"] is not None:
         res["output_ok"] = res["max_abs_diff"] <= 1e-4 + 1e-3 * max(1.0, res["ref_absmax"])
 
-    engines = [e for e in ("ingot", "ort") if e in est]
+    engines = [engine_key(e, n) for n in args.thread_counts for e in ("ingot", "ort") if engine_key(e, n) in est]
     plan = {e: sizes(est[e], args) for e in engines}
     rounds = {e: [] for e in engines}
     for r in range(args.rounds):
         order = engines if r % 2 == 0 else engines[::-1]   # alternate which engine goes first
         for e in order:
             n, w = plan[e]
+            threads = int(e[len("ingot"):] or 1) if e.startswith("ingot") else int(e[len("ort"):] or 1)
             try:
-                if e == "ingot":
-                    stats = ingot_bench(module, inp, n, w)
+                if e.startswith("ingot"):
+                    stats = ingot_bench(modules[threads], inp, n, w)
                 else:
-                    stats = ort_bench(onnx_path, inp, n, w)[0]
+                    stats = ort_bench(onnx_path, inp, n, w, threads=threads)[0]
             except EngineError as err:
                 res["errors"].append(f"{e} round {r + 1}: {err}")
                 log(f"[{name}] {e} round {r + 1}: {err}")
@@ -235,8 +252,10 @@ def measure_model(name, args, manifest, models_dir=MODELS_DIR):
     res["iterations"] = {e: statistics.median_low([x["iterations"] for x in rounds[e]])
                          for e in engines if rounds[e]}
     res["rounds"] = rounds
-    res["ingot"] = aggregate(rounds.get("ingot"))
-    res["ort"] = aggregate(rounds.get("ort"))
+    for e in engines:
+        res[e] = aggregate(rounds.get(e))
+    res.setdefault("ingot", None)
+    res.setdefault("ort", None)
     return res
 
 
@@ -263,10 +282,30 @@ def derive(results, peak, ratio_models=RATIO_MODELS):
             r["ort_gflops_per_s_best_round"] = r["gflops"] / (o["best_round_median"] * 1e-6)
             r["ort_gflops_per_s"] = r["gflops"] / (o["median"] * 1e-6)
             r["ort_pct_peak"] = 100.0 * r["ort_gflops_per_s"] / peak if peak else None
+    # Several threads: each engine against itself on one thread, and ingot against ORT.
+    for r in results:
+        for n in r.get("threads", [1])[1:]:
+            i_n, o_n = r.get(f"ingot{n}"), r.get(f"ort{n}")
+            i, o = r.get("ingot"), r.get("ort")
+            if i_n and o_n:
+                r[f"ratio_t{n}"] = i_n["median"] / o_n["median"]
+            if i and i_n:
+                r[f"ingot_speedup_t{n}"] = i["median"] / i_n["median"]
+                r[f"ingot_p99_over_median_t{n}"] = i_n["p99"] / i_n["median"] if i_n["median"] > 0 else None
+            if o and o_n:
+                r[f"ort_speedup_t{n}"] = o["median"] / o_n["median"]
     ratios = [by[m]["ratio_floor"] for m in ratio_models if m in by and "ratio_floor" in by[m]]
     raw = [by[m]["ratio"] for m in ratio_models if m in by and "ratio_floor" in by[m]]
     gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+    multi = {}
+    counts = sorted({n for r in results for n in r.get("threads", [1])[1:]})
+    for n in counts:
+        rs = [by[m][f"ratio_t{n}"] for m in ratio_models if m in by and f"ratio_t{n}" in by[m]]
+        sp = [by[m][f"ingot_speedup_t{n}"] for m in ratio_models if m in by and f"ingot_speedup_t{n}" in by[m]]
+        multi[str(n)] = {"geomean_ratio": gm(rs), "worst_ratio": max(rs) if rs else None,
+                         "geomean_ingot_speedup": gm(sp), "models": len(rs)}
     return {
+        "threads": multi,
         "geomean_ratio_floor": gm(ratios),
         "geomean_ratio": gm(raw),
         "geomean_models": [m for m in ratio_models if m in by and "ratio_floor" in by[m]],
@@ -303,28 +342,44 @@ COLUMNS = ["model", "GFLOP", "ingot med", "ingot p99", "ORT med", "ORT p99", "ra
            "ratio −floor", "max abs diff", "ingot GFLOP/s", "% peak", "ingot p99/med", "iters i/o"]
 
 
-def row(r):
+def columns(counts):
+    """The one-thread columns, then per extra thread count: both engines' medians, their
+    ratio, each engine's speed-up over its one-thread run, ingot's p99/median."""
+    cols = list(COLUMNS)
+    for n in counts[1:]:
+        cols += [f"ingot {n}w med", f"ORT {n}t med", f"ratio {n}", f"ingot {n}w/1w ×", f"ORT {n}t/1t ×",
+                 f"ingot {n}w p99/med"]
+    return cols
+
+
+def row(r, counts=(1,)):
     i, o = r.get("ingot") or {}, r.get("ort") or {}
     it = r.get("iterations", {})
-    return [r["model"], num(r["gflops"], ".4f") if r["gflops"] else "—",
-            us(i.get("median")), us(i.get("p99")), us(o.get("median")), us(o.get("p99")),
-            num(r.get("ratio"), ".2f"), num(r.get("ratio_floor"), ".2f"), diff_cell(r),
-            num(r.get("ingot_gflops_per_s"), ".1f"), num(r.get("ingot_pct_peak"), ".1f"),
-            num(r.get("ingot_p99_over_median"), ".2f"),
-            f"{it.get('ingot', '—')}/{it.get('ort', '—')}"]
+    cells = [r["model"], num(r["gflops"], ".4f") if r["gflops"] else "—",
+             us(i.get("median")), us(i.get("p99")), us(o.get("median")), us(o.get("p99")),
+             num(r.get("ratio"), ".2f"), num(r.get("ratio_floor"), ".2f"), diff_cell(r),
+             num(r.get("ingot_gflops_per_s"), ".1f"), num(r.get("ingot_pct_peak"), ".1f"),
+             num(r.get("ingot_p99_over_median"), ".2f"),
+             f"{it.get('ingot', '—')}/{it.get('ort', '—')}"]
+    for n in counts[1:]:
+        i_n, o_n = r.get(f"ingot{n}") or {}, r.get(f"ort{n}") or {}
+        cells += [us(i_n.get("median")), us(o_n.get("median")), num(r.get(f"ratio_t{n}"), ".2f"),
+                  num(r.get(f"ingot_speedup_t{n}"), ".2f"), num(r.get(f"ort_speedup_t{n}"), ".2f"),
+                  num(r.get(f"ingot_p99_over_median_t{n}"), ".2f")]
+    return cells
 
 
-def text_table(rows):
-    widths = [max(len(str(x)) for x in col) for col in zip(COLUMNS, *rows)]
+def text_table(rows, cols=COLUMNS):
+    widths = [max(len(str(x)) for x in col) for col in zip(cols, *rows)]
     fmt = lambda cells: "  ".join(str(c).ljust(w) if k == 0 else str(c).rjust(w)
                                   for k, (c, w) in enumerate(zip(cells, widths)))
-    lines = [fmt(COLUMNS), fmt(["-" * w for w in widths])]
+    lines = [fmt(cols), fmt(["-" * w for w in widths])]
     return "\n".join(lines + [fmt(r) for r in rows])
 
 
-def md_table(rows):
-    lines = ["| " + " | ".join(COLUMNS) + " |",
-             "|" + "|".join(["---"] + ["---:"] * (len(COLUMNS) - 1)) + "|"]
+def md_table(rows, cols=COLUMNS):
+    lines = ["| " + " | ".join(cols) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(cols) - 1)) + "|"]
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
 
 
@@ -340,6 +395,12 @@ def summary_lines(summary, peak, rounds, by):
                      f"**{gm:.2f}** over {scope}; as measured: {gm_raw:.2f}.")
     else:
         lines.append("Geometric mean: no model has both engines' figures.")
+    for n, t in summary.get("threads", {}).items():
+        if t["geomean_ratio"] is not None:
+            lines.append(f"{n} threads: ingot with {n} workers / ORT with {n} intra-op threads, geometric mean "
+                         f"**{t['geomean_ratio']:.2f}** (worst {t['worst_ratio']:.2f}) over {t['models']} models; "
+                         f"ingot {n} workers over 1 worker: geometric mean speed-up "
+                         f"{num(t['geomean_ingot_speedup'], '.2f')}×.")
     lines.append(f"Per-call overhead (`null` model, one Relu on 16 floats), median: ingot "
                  f"{us(summary['ingot_null_median_us'])} µs; ORT {us(summary['ort_null_median_us'])} µs "
                  f"(the floor subtracted above).")
@@ -429,11 +490,20 @@ def main():
     ap.add_argument("--budget", type=float, default=1.5)
     ap.add_argument("--peak", type=float, default=0.0)
     ap.add_argument("--peak-json", default="")
+    ap.add_argument("--threads", default="1,2",
+                    help="thread counts: ingot compiled for N workers and ORT with N intra-op threads "
+                         "(the first must be 1)")
     ap.add_argument("--command", default="bench/run.sh")
     ap.add_argument("--check-args", action="store_true", help="validate the arguments, print the models to measure and exit")
     args = ap.parse_args()
     if args.rounds < 1 or args.iterations < 0 or args.budget <= 0:
         ap.error("--rounds must be >= 1, --iterations >= 0, --budget > 0")
+    try:
+        args.thread_counts = [int(x) for x in args.threads.split(",") if x.strip()]
+    except ValueError:
+        ap.error("--threads: expected counts such as 1,2")
+    if not args.thread_counts or args.thread_counts[0] != 1 or any(n < 1 or n > 32 for n in args.thread_counts):
+        ap.error("--threads: counts from 1 to 32, the first 1 (e.g. 1,2)")
     st = suite(args.suite)
     known = st["ratio"] + st["extra"]
     names = [n.strip() for n in args.models.split(",") if n.strip()] or known
@@ -473,13 +543,14 @@ def main():
     load_after = os.getloadavg()
 
     table_models = [m for m in names if m in st["ratio"]] + [m for m in names if m in st["extra"]]
-    rows = [row(by[m]) for m in table_models]
+    rows = [row(by[m], args.thread_counts) for m in table_models]
+    cols = columns(args.thread_counts)
     lines = summary_lines(summary, peak, args.rounds, by)
     probs = problems(results)
     noise = noise_notes(results)
 
     print()
-    print(text_table(rows))
+    print(text_table(rows, cols))
     print()
     for line in lines:
         print(line.replace("**", ""))
@@ -503,7 +574,7 @@ def main():
         "peak": dict(peak_info, used_gflops=peak),
         "settings": {"rounds": args.rounds, "iterations": args.iterations or None,
                      "budget_s_per_engine_round": None if args.iterations else args.budget,
-                     "threads": 1, "target": "host"},
+                     "threads": args.thread_counts, "target": "host"},
         "summary": summary, "elapsed_s": round(elapsed, 1), "problems": probs, "noise": noise,
         "models": results,
     }
@@ -516,15 +587,16 @@ def main():
           f"- Machine: {machine['cpu']}, {machine['cores']} cores, Linux {machine['kernel']}; "
           f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after",
           f"- Command: `{args.command}` ({elapsed / 60:.1f} min)",
-          f"- ingot: commit {rev or 'unknown'}, `ingot compile` default target (host), one thread",
+          f"- ingot: commit {rev or 'unknown'}, `ingot compile` default target (host), "
+          f"`--workers=N` for N in {args.threads}, run on N threads",
           f"- ONNX Runtime: onnxruntime-node {ort_version or 'unknown'}, CPU EP, graph optimization "
-          f"'all', 1 intra-op thread, 1 inter-op thread",
+          f"'all', N intra-op threads for N in {args.threads}, 1 inter-op thread",
           f"- Peak: {peak:.1f} GFLOP/s fp32 FMA, one core (AVX-512 {peak_info.get('avx512_gflops', 0):.1f}, "
           f"AVX2 {peak_info.get('avx2_gflops', 0):.1f}; core clock ~{peak_info.get('clock_ghz', 0):.2f} GHz)",
           f"- Rounds: {args.rounds}, engines alternating; "
           + (f"{args.iterations} iterations per engine and round" if args.iterations else
              f"iterations per engine and round sized to ~{args.budget:g} s (min {MIN_ITERATIONS})"),
-          "", md_table(rows), ""]
+          "", md_table(rows, cols), ""]
     md += lines
     md += ["", "Columns: medians and p99 in µs (median over rounds of each round's figure); "
            "ratio = ingot median / ORT median; ratio −floor = ingot median / (ORT median − ORT "

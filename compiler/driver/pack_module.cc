@@ -1,5 +1,7 @@
 #include "compiler/driver/pack_module.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/ops/op_table.h"
@@ -58,11 +60,15 @@ emit::ModuleContents pack_module_contents(const Graph& graph, const schedule::Pl
           }
           m.bindings.push_back(binding);
         }
-        const double share = static_cast<double>(part.wg_end - part.wg_begin) / static_cast<double>(step.workgroups);
+        // A step kept whole runs every workgroup its kernel has (also for plans that
+        // were never partitioned).
+        const int64_t groups = s < source.step_workgroups.size() ? std::max<int64_t>(1, source.step_workgroups[s]) : 1;
+        const bool whole = step.parts.size() == 1;
+        const double share = whole ? 1.0 : static_cast<double>(part.wg_end - part.wg_begin) / static_cast<double>(step.workgroups);
         if (step.kind == INGOT_STEP_DISPATCH) {
           st.kernel = static_cast<uint32_t>(source.step_kernel[s]);
-          st.wg_begin = part.wg_begin;
-          st.wg_end = part.wg_end;
+          st.wg_begin = whole ? 0 : part.wg_begin;
+          st.wg_end = whole ? static_cast<uint32_t>(groups) : part.wg_end;
           // What the part reads and writes (scratch stays in cache and is not counted).
           if (step.node) work.flops = static_cast<uint64_t>(static_cast<double>(ops::node_flops(*step.node)) * share);
           uint64_t bytes = 0;
