@@ -37,7 +37,7 @@ emit::ModuleContents pack_module_contents(const Graph& graph, const schedule::Pl
     if (step.kind == INGOT_STEP_DISPATCH) {
       st.kernel = static_cast<uint32_t>(source.step_kernel[s]);
       st.wg_begin = 0;
-      st.wg_end = 1;
+      st.wg_end = static_cast<uint32_t>(source.step_workgroups[s]);  // the whole dispatch on one worker
     } else {
       st.wg_end = static_cast<uint32_t>(step.copy_bytes);
     }
