@@ -201,6 +201,10 @@ std::string lower_block(LoweringContext& ctx) {
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_{}_s{}_avx512_{}x{}x{}_{}", has_expand(node) ? "inverted_residual" : "dw_project",
                                 g.S, g.C, g.E, g.O, shape_str(node.outputs[0]->shape));
+  // Workgroups: one per band of output rows. A part's first band finds no expand rows
+  // carried over (prev_hi = 0) and computes them all itself; the tiles accumulate each
+  // element in the same order wherever its column falls, so the bits are the same.
+  ctx.wg_count = (g.OH + p.OB - 1) / p.OB;
   const bool expand = has_expand(node);
   const size_t d = dw_input(node);
   const std::string x = ctx.in[0], we = expand ? ctx.in[1] : "", be = expand ? ctx.in[2] : "", wd = ctx.in[d],
@@ -366,7 +370,7 @@ std::string lower_block(LoweringContext& ctx) {
       "  int64_t prev_lo = 0, prev_hi = 0;\n"
       "  (void)prev_lo;\n"
       "  (void)prev_hi;\n"
-      "  for (int64_t o0 = 0; o0 < {OH}; o0 += {OB}) {{\n"
+      "  for (int64_t o0 = (int64_t)wg_begin * {OB}, o1 = (int64_t)wg_end * {OB} < {OH} ? (int64_t)wg_end * {OB} : {OH}; o0 < o1; o0 += {OB}) {{\n"
       "    const int64_t ob = {OH} - o0 < {OB} ? {OH} - o0 : {OB};\n"
       "    const int64_t h_lo = o0 * {S} - 1 < 0 ? 0 : o0 * {S} - 1;\n"
       "    const int64_t h_hi = (o0 + ob - 1) * {S} + 2 > {H} ? {H} : (o0 + ob - 1) * {S} + 2;\n"

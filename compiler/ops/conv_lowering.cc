@@ -47,6 +47,13 @@ std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeom
                        fmt::arg("w", ctx.in[1]), fmt::arg("n0", n0), fmt::arg("panel", c.ICG * width),
                        fmt::arg("K", c.ICG), fmt::arg("mr", mr), fmt::arg("nr", nr));
   };
+  // Workgroups: the tiles of one axis (pixel panels or channel tiles) of each image's
+  // GEMM, numbered n * units + tile.
+  loops.split = choose_gemm_split(HW, c.OC, tile);
+  loops.split_lo = "lo";
+  loops.split_hi = "hi";
+  const int64_t units = gemm_split_units(loops.split, HW, c.OC, tile);
+  ctx.wg_count = g.N * units;
   loops.after_tile = [&, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
     return fmt::format(
         "      for (int64_t j = 0; j < {nr}; ++j) {{\n"
@@ -65,10 +72,12 @@ std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeom
   return fmt::format(
       "  float* ct = {scratch};\n"
       "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+      "{window}"
       "    const float* xn = {x} + n * {CHW};\n"
       "    float* yn = {y} + n * {OCHW};\n"
       "{loops}"
       "  }}\n",
+      fmt::arg("window", workgroup_window(fmt::format("n * {}", units), units, "continue;")),
       fmt::arg("scratch", ctx.scratch), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
       fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }
@@ -100,6 +109,18 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
                              fmt::arg("row", p.row), fmt::arg("tbp", p.TBp))
                : fmt::format("f32_winograd_f4k3_output(wrow, {row}, wm + oc * {tbp} + (t - t0), {{mstride}}, run)",
                              fmt::arg("row", p.row), fmt::arg("tbp", p.TBp));
+  // Workgroups: blocks of tiles, numbered n * blocks + block. With fewer than four
+  // blocks in the dispatch (small images take one), each block splits further over
+  // its output channels' row panels, (n * blocks + block) * panels + panel; a part
+  // then transforms the block's whole input itself (repeated per part) and runs the
+  // GEMMs and the output transform for its channels only.
+  const int64_t blocks = (p.T + p.TB - 1) / p.TB;
+  const int64_t panels = g.N * blocks >= 4 ? 1 : (c.OC + tile.mr - 1) / tile.mr;
+  ctx.wg_count = std::max<int64_t>(1, g.N * blocks * panels);
+  const std::string oc_range =
+      panels > 1 ? fmt::format("oc = lo * {mr}, oc1 = hi * {mr} < {OC} ? hi * {mr} : {OC}; oc < oc1", fmt::arg("mr", tile.mr),
+                               fmt::arg("OC", c.OC))
+                 : fmt::format("oc = 0; oc < {}", c.OC);
   // One block of `tb` tiles starting at tile `t0`: input transform, 16 GEMMs,
   // output transform with bias and epilogue. Tiles run in row-major order; a block
   // may start and end inside a tile row, so both transforms walk row segments.
@@ -115,6 +136,11 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
     loops.M = c.OC;
     loops.N = tb;
     loops.K = c.ICG;
+    if (panels > 1) {
+      loops.split = GemmSplit::kRows;
+      loops.split_lo = "lo";
+      loops.split_hi = "hi";
+    }
     return fmt::format(
         "    {{\n"
         "    const int64_t t0 = {t0};\n"
@@ -131,7 +157,7 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
         "      float* mx = wm + xi * {mstride};\n"
         "{gemm}"
         "    }}\n"
-        "    for (int64_t oc = 0; oc < {OC}; ++oc)\n"
+        "    for (int64_t {oc_range}; ++oc)\n"
         "      for (int64_t t = t0; t < t0 + {tb};) {{\n"
         "        const int64_t th = t / {TW}, tw0 = t - th * {TW};\n"
         "        const int64_t run = t0 + {tb} - t < {TW} - tw0 ? t0 + {tb} - t : {TW} - tw0;\n"
@@ -158,14 +184,22 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
         fmt::arg("mstride", c.OC * p.TBp), fmt::arg("row", p.row), fmt::arg("m", p.m), fmt::arg("xis", p.alpha * p.alpha),
         fmt::arg("input_call", fmt::format(fmt::runtime(input_call), fmt::arg("vstride", c.ICG * p.TBp))),
         fmt::arg("output_call", fmt::format(fmt::runtime(output_call), fmt::arg("mstride", c.OC * p.TBp))),
-        fmt::arg("gemm", emit_gemm_loops(loops, tile)),
+        fmt::arg("gemm", emit_gemm_loops(loops, tile)), fmt::arg("oc_range", oc_range),
         fmt::arg("OC", c.OC), fmt::arg("OW", g.OW), fmt::arg("OH", g.OH), fmt::arg("OHW", HW), fmt::arg("bias", bias),
         fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
   };
-  int64_t full = p.T / p.TB * p.TB, rem = p.T - full;
-  std::string blocks;
-  if (full > 0) blocks += fmt::format("  for (int64_t tb0 = 0; tb0 < {}; tb0 += {}) {{\n{}  }}\n", full, p.TB, block("tb0", p.TB));
-  if (rem > 0) blocks += block(std::to_string(full), rem);
+  const int64_t full_blocks = p.T / p.TB, rem = p.T - full_blocks * p.TB;
+  std::string block_loop = fmt::format(
+      "    for (int64_t bi = 0; bi < {}; ++bi) {{\n{}", blocks,
+      workgroup_window(fmt::format("(n * {} + bi) * {}", blocks, panels), panels, "continue;"));
+  if (rem == 0)
+    block_loop += block(fmt::format("bi * {}", p.TB), p.TB);
+  else if (full_blocks == 0)
+    block_loop += block("0", rem);
+  else
+    block_loop += fmt::format("    if (bi < {}) {{\n{}    }} else {{\n{}    }}\n", full_blocks,
+                              block(fmt::format("bi * {}", p.TB), p.TB), block(std::to_string(full_blocks * p.TB), rem));
+  block_loop += "    }\n";
   return fmt::format(
       "  float* ph = {scratch};\n"
       "  float* wv = ph + {xp};\n"
@@ -174,14 +208,17 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
       "  for (int64_t n = 0; n < {N}; ++n) {{\n"
       "    const float* xn = {x} + n * {CHW};\n"
       "    float* yn = {y} + n * {OCHW};\n"
+      "{image_window}"
       "    f32_winograd_phase_planes(ph, {ps}, xn, {C}, {H}, {W}, {Hp}, {Wq}, {PH}, {PW}, {phases});\n"
       "{blocks}"
       "  }}\n",
+      fmt::arg("image_window", workgroup_window(fmt::format("n * {}", blocks * panels), blocks * panels, "continue;",
+                                                "    ", "ilo", "ihi")),
       fmt::arg("scratch", ctx.scratch), fmt::arg("xp", p.xp_floats), fmt::arg("v", p.v_floats),
       fmt::arg("m", p.m_floats), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
       fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C), fmt::arg("H", g.H),
       fmt::arg("W", g.W), fmt::arg("Hp", p.Hp), fmt::arg("Wq", p.Wq), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW),
-      fmt::arg("ps", ps), fmt::arg("phases", p.m), fmt::arg("blocks", blocks));
+      fmt::arg("ps", ps), fmt::arg("phases", p.m), fmt::arg("blocks", block_loop));
 }
 
 namespace {
@@ -247,6 +284,13 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
                        m0, K, K, n0, Hp * Wp, Wp, c.ICG, g.KH, g.KW, g.DH, g.DW, mr, nr);
   };
   loops.after_tile = padded_width_store(ctx, c, Wp);
+  // Workgroups as in lower_conv_gemm; each part pads the planes of every image it
+  // touches itself (the copy is repeated per part, a small cost beside the GEMM).
+  loops.split = choose_gemm_split(c.OCG, Np, tile);
+  loops.split_lo = "lo";
+  loops.split_hi = "hi";
+  const int64_t units = gemm_split_units(loops.split, c.OCG, Np, tile);
+  ctx.wg_count = g.N * c.G * units;
   ctx.kernel_name = fmt::format("f32_conv{}x{}_s1{}_shifted_gemm_avx512_{}", g.KH, g.KW,
                                 c.G > 1 ? fmt::format("_g{}", c.G) : "", shape_str(node.outputs[0]->shape));
   return fmt::format(
@@ -255,8 +299,10 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
       "  for (int64_t n = 0; n < {N}; ++n) {{\n"
       "    const float* xn = {x} + n * {CHW};\n"
       "    float* yn = {y} + n * {OCHW};\n"
+      "{image_window}"
       "    f32_pad_planes(xp, xn, {C}, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, {tail});\n"
       "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
+      "{window}"
       "    const int64_t oc0 = grp * {OCG};\n"
       "    const float* xpg = xp + grp * {ICGHWp};\n"
       "    const float* wg = {w} + oc0 * {K};\n"
@@ -268,6 +314,8 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
       fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("PH", g.PH),
       fmt::arg("PW", g.PW), fmt::arg("tail", tail), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG),
       fmt::arg("ICGHWp", c.ICG * Hp * Wp), fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
+      fmt::arg("image_window", workgroup_window(fmt::format("n * {}", c.G * units), c.G * units, "continue;", "    ", "ilo", "ihi")),
+      fmt::arg("window", workgroup_window(fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
       fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }
 
@@ -294,6 +342,13 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
                        m0, K, K, n0, p.channel_floats, taps, c.ICG, mr, nr);
   };
   loops.after_tile = padded_width_store(ctx, c, p.Wq);
+  // Workgroups as in lower_conv_gemm; each part builds the phase planes of every image
+  // it touches itself (the copy is repeated per part, a small cost beside the GEMM).
+  loops.split = choose_gemm_split(c.OCG, p.Np, tile);
+  loops.split_lo = "lo";
+  loops.split_hi = "hi";
+  const int64_t units = gemm_split_units(loops.split, c.OCG, p.Np, tile);
+  ctx.wg_count = g.N * c.G * units;
   std::string table;
   for (int64_t t : p.taps) table += fmt::format("{}{}", table.empty() ? "" : ", ", t);
   ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_phase_gemm_avx512_{}", g.KH, g.KW, g.SW,
@@ -305,8 +360,10 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
       "  for (int64_t n = 0; n < {N}; ++n) {{\n"
       "    const float* xn = {x} + n * {CHW};\n"
       "    float* yn = {y} + n * {OCHW};\n"
+      "{image_window}"
       "    f32_pad_phase_planes(xp, xn, {C}, {H}, {W}, {S}, {Hq}, {Wq}, {PH}, {PW}, {tail});\n"
       "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
+      "{window}"
       "    const int64_t oc0 = grp * {OCG};\n"
       "    const float* xpg = xp + grp * {ICGplanes};\n"
       "    const float* wg = {w} + oc0 * {K};\n"
@@ -318,7 +375,10 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
       fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C), fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("S", p.S),
       fmt::arg("Hq", p.Hq), fmt::arg("Wq", p.Wq), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("tail", p.tail),
       fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("ICGplanes", c.ICG * p.channel_floats),
-      fmt::arg("w", ctx.in[1]), fmt::arg("K", K), fmt::arg("loops", emit_gemm_loops(loops, tile)));
+      fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
+      fmt::arg("image_window", workgroup_window(fmt::format("n * {}", c.G * units), c.G * units, "continue;", "    ", "ilo", "ihi")),
+      fmt::arg("window", workgroup_window(fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
+      fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }
 
 // Convolution as one GEMM per image and group: Y_g[OCG, OH*OW] = W_g[OCG, ICG*KH*KW] * B_g,
@@ -358,6 +418,13 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
                          n0, nr);
     };
   }
+  // Workgroups: the tiles of one axis (choose_gemm_split) of each image's and group's
+  // GEMM, numbered (n * G + grp) * units + tile.
+  loops.split = choose_gemm_split(c.OCG, HW, tile);
+  loops.split_lo = "lo";
+  loops.split_hi = "hi";
+  const int64_t units = gemm_split_units(loops.split, c.OCG, HW, tile);
+  ctx.wg_count = g.N * c.G * units;
   const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
   std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile);
   if (in_registers) {
@@ -398,6 +465,7 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
       "    const float* xn = {x} + n * {CHW};\n"
       "    float* yn = {y} + n * {OCHW};\n"
       "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
+      "{window}"
       "    const int64_t oc0 = grp * {OCG};\n"
       "    const float* xg = xn + grp * {ICGHW};\n"
       "    float* yg = yn + oc0 * {HW};\n"
@@ -406,6 +474,7 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
       "{loops}"
       "    }}\n"
       "  }}\n",
+      fmt::arg("window", workgroup_window(fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
       fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
       fmt::arg("OCHW", c.OC * HW), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("ICGHW", c.ICG * g.H * g.W),
       fmt::arg("HW", HW), fmt::arg("w", ctx.in[1]), fmt::arg("K", K), fmt::arg("loops", emit_gemm_loops(loops, tile)));
@@ -425,6 +494,9 @@ std::string lower_dwconv_shifted(LoweringContext& ctx, const ConvGeometry& c) {
   int64_t padded = (Hp * Wp + tail + 15) / 16 * 16;
   ctx.headers.insert("f32_dwconv2d.h");
   ctx.headers.insert("f32_gemm_tile.h");
+  // Workgroups: one per image and channel plane, n * OC + oc; a part zeroes its own
+  // scratch planes.
+  ctx.wg_count = g.N * c.OC;
   ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s1_shifted_{}", g.KH, g.KW, shape_str(node.outputs[0]->shape));
   // AVX-512: planes move in and out 16 flat positions at a time (expanding loads,
   // compressing stores) instead of row loops, which dominate on narrow planes (7x7:
@@ -452,8 +524,8 @@ std::string lower_dwconv_shifted(LoweringContext& ctx, const ConvGeometry& c) {
       "  float* xp = {scratch};\n"
       "  float* yp = {scratch} + {padded};\n"
       "  for (int64_t i = 0; i < {padded}; ++i) xp[i] = 0.0f;\n"
-      "  for (int64_t n = 0; n < {N}; ++n)\n"
-      "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
+      "  for (int64_t wg = (int64_t)wg_begin; wg < (int64_t)wg_end; ++wg) {{\n"
+      "      const int64_t n = wg / {OC}, oc = wg - n * {OC};\n"
       "      {copy_in}(xp, {x} + (n * {C} + oc) * {HW}, {H}, {W}, {Wp}, {PH}, {PW});\n"
       "      {plane_kernel}(yp, xp, {w} + oc * {KK}, {OH}, {Wp}, {KH}, {KW}, {DH}, {DW});\n"
       "      float* plane = {y} + (n * {OC} + oc) * {OHW};\n"
@@ -483,13 +555,16 @@ std::string lower_dwconv_stride2(LoweringContext& ctx, const ConvGeometry& c) {
   int64_t Wq = (Wp + 1) / 2 + ((g.KW - 1) * g.DW) / 2 + 1;
   int64_t plane = (Hp * Wq + 15) / 16 * 16;
   ctx.headers.insert("f32_dwconv2d.h");
+  // Workgroups: one per image and channel plane, n * OC + oc; a part zeroes its own
+  // scratch planes.
+  ctx.wg_count = g.N * c.OC;
   ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s2_polyphase_{}", g.KH, g.KW, shape_str(node.outputs[0]->shape));
   return fmt::format(
       "  float* xe = {scratch};\n"
       "  float* xo = {scratch} + {plane};\n"
       "  for (int64_t i = 0; i < 2 * {plane} + 16; ++i) xe[i] = 0.0f;\n"
-      "  for (int64_t n = 0; n < {N}; ++n)\n"
-      "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
+      "  for (int64_t wg = (int64_t)wg_begin; wg < (int64_t)wg_end; ++wg) {{\n"
+      "      const int64_t n = wg / {OC}, oc = wg - n * {OC};\n"
       "      float* plane_out = {y} + (n * {OC} + oc) * {OHW};\n"
       "      f32_split_plane_by_column_parity(xe, xo, {x} + (n * {C} + oc) * {HW}, {H}, {W}, {Wq}, {PH}, {PW});\n"
       "      {rows_kernel}(plane_out, xe, xo, {w} + oc * {KK}, {OH}, {OW}, {Wq}, {KH}, {KW}, {SH}, {DH}, {DW});\n"
@@ -520,11 +595,14 @@ std::string lower_dwconv_plane(LoweringContext& ctx, const ConvGeometry& c) {
   bool avx512 = (ctx.target_features & INGOT_FEATURE_AVX512F) != 0;
   std::string kernel = avx512 ? "f32_dwconv2d_plane_avx512" : "f32_dwconv2d_plane_portable";
   ctx.headers.insert("f32_dwconv2d.h");
+  // Workgroups: one per image and channel plane, n * OC + oc; a part zeroes its own
+  // scratch planes.
+  ctx.wg_count = g.N * c.OC;
   ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s{}_{}_{}", g.KH, g.KW, g.SW, avx512 ? "avx512" : "portable",
                                 shape_str(node.outputs[0]->shape));
   return fmt::format(
-      "  for (int64_t n = 0; n < {N}; ++n)\n"
-      "    for (int64_t oc = 0; oc < {OC}; ++oc) {{\n"
+      "  for (int64_t wg = (int64_t)wg_begin; wg < (int64_t)wg_end; ++wg) {{\n"
+      "      const int64_t n = wg / {OC}, oc = wg - n * {OC};\n"
       "      float* plane = {y} + (n * {OC} + oc) * {OHW};\n"
       "      {kernel}(plane, {x} + (n * {C} + oc) * {HW}, {w} + oc * {KK}, {H}, {W}, {OH}, {OW}, {KH}, {KW}, {SH}, {SW}, {PH}, {PW}, {DH}, {DW});\n"
       "      for (int64_t j = 0; j < {OHW}; ++j) {{\n"

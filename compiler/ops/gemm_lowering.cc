@@ -1,5 +1,6 @@
 #include "compiler/ops/gemm_lowering.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "compiler/ops/elementwise.h"
@@ -32,6 +33,20 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
     std::string s;
     if (g.pack_b) s += g.pack_b(n0, nr);
     int64_t full = g.M / t.mr * t.mr, rem = g.M - full;
+    if (g.split == GemmSplit::kRows) {
+      // Row panels [lo, hi): full panels in a loop, the edge panel when it is in range.
+      if (full > 0) {
+        s += fmt::format("    for (int64_t m0 = ({lo}) * {mr}, m1 = ({hi}) < {fp} ? ({hi}) * {mr} : {full}; m0 < m1; m0 += {mr}) {{\n",
+                         fmt::arg("lo", g.split_lo), fmt::arg("hi", g.split_hi), fmt::arg("mr", t.mr),
+                         fmt::arg("fp", full / t.mr), fmt::arg("full", full));
+        s += tile_call("m0", t.mr, n0, nr);
+        s += "    }\n";
+      }
+      if (rem > 0)
+        s += fmt::format("    if (({hi}) > {fp}) {{\n", fmt::arg("hi", g.split_hi), fmt::arg("fp", full / t.mr)) +
+             tile_call(std::to_string(full), rem, n0, nr) + "    }\n";
+      return s;
+    }
     if (full > 0) {
       s += fmt::format("    for (int64_t m0 = 0; m0 < {}; m0 += {}) {{\n", full, t.mr);
       s += tile_call("m0", t.mr, n0, nr);
@@ -42,6 +57,20 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
   };
   std::string s;
   int64_t full_n = g.N / t.nr * t.nr, rem_n = g.N - full_n;
+  if (g.split == GemmSplit::kColumns) {
+    // Column tiles [lo, hi): full tiles in a loop, the edge tile when it is in range.
+    if (full_n > 0) {
+      s += fmt::format("  for (int64_t n0 = ({lo}) * {nr}, n1 = ({hi}) < {ft} ? ({hi}) * {nr} : {full}; n0 < n1; n0 += {nr}) {{\n",
+                       fmt::arg("lo", g.split_lo), fmt::arg("hi", g.split_hi), fmt::arg("nr", t.nr),
+                       fmt::arg("ft", full_n / t.nr), fmt::arg("full", full_n));
+      s += column_tile("n0", t.nr);
+      s += "  }\n";
+    }
+    if (rem_n > 0)
+      s += fmt::format("  if (({hi}) > {ft}) {{\n", fmt::arg("hi", g.split_hi), fmt::arg("ft", full_n / t.nr)) +
+           column_tile(std::to_string(full_n), rem_n) + "  }\n";
+    return s;
+  }
   if (full_n > 0) {
     s += fmt::format("  for (int64_t n0 = 0; n0 < {}; n0 += {}) {{\n", full_n, t.nr);
     s += column_tile("n0", t.nr);
@@ -49,6 +78,32 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
   }
   if (rem_n > 0) s += "  {\n" + column_tile(std::to_string(full_n), rem_n) + "  }\n";
   return s;
+}
+
+GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& t) {
+  const int64_t columns = (N + t.nr - 1) / t.nr, rows = (M + t.mr - 1) / t.mr;
+  return N / t.nr >= 4 || columns >= rows ? GemmSplit::kColumns : GemmSplit::kRows;
+}
+
+int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& t) {
+  switch (split) {
+    case GemmSplit::kColumns: return std::max<int64_t>(1, (N + t.nr - 1) / t.nr);
+    case GemmSplit::kRows: return std::max<int64_t>(1, (M + t.mr - 1) / t.mr);
+    case GemmSplit::kNone: return 1;
+  }
+  return 1;
+}
+
+std::string workgroup_window(const std::string& first, int64_t count, const std::string& skip, const std::string& indent,
+                             const std::string& lo, const std::string& hi) {
+  return fmt::format(
+      "{i}const int64_t {lo}_first = {first};\n"
+      "{i}if ((int64_t)wg_end <= {lo}_first || (int64_t)wg_begin >= {lo}_first + {count}) {skip}\n"
+      "{i}const int64_t {lo} = (int64_t)wg_begin > {lo}_first ? (int64_t)wg_begin - {lo}_first : 0;\n"
+      "{i}const int64_t {hi} = (int64_t)wg_end - {lo}_first < {count} ? (int64_t)wg_end - {lo}_first : {count};\n"
+      "{i}(void){lo};\n{i}(void){hi};\n",
+      fmt::arg("i", indent), fmt::arg("first", first), fmt::arg("count", count), fmt::arg("skip", skip),
+      fmt::arg("lo", lo), fmt::arg("hi", hi));
 }
 
 std::optional<RegisterEpilogue> register_epilogue(const Node& node, const GemmTile& tile) {

@@ -21,6 +21,11 @@ struct GemmTile {
 // tile whose accumulators fit their register file and keep invoke's stack small.
 GemmTile gemm_tile_for(uint32_t target_features, uint32_t target_arch = 0);
 
+// Which loop of the nest a GEMM's workgroups split (LoweringContext::wg_count): one
+// workgroup per column tile (the remainder tile is its own) or per row panel, with the
+// tile boundaries of the unsplit run, so every tile is the same call either way.
+enum class GemmSplit { kNone, kColumns, kRows };
+
 struct GemmLoops {
   std::string c{}, a{}, b{};      // C expressions (pointers) for this GEMM
   int64_t ldc = 0, lda = 0, aks = 1, ldb = 0;
@@ -39,9 +44,28 @@ struct GemmLoops {
   // Replaces the tile call itself (same arguments as after_tile), for tiles that
   // address B their own way (shifted convolution planes).
   std::function<std::string(const std::string& m0, int64_t mr, const std::string& n0, int64_t nr)> tile_call{};
+  // With a split: C expressions for the first and one-past-last tile (column tile or
+  // row panel) to compute, within [0, gemm_split_units(...)]. Splitting rows, every
+  // column tile still runs pack_b (each part packs the panels it reads).
+  GemmSplit split = GemmSplit::kNone;
+  std::string split_lo{}, split_hi{};
 };
 
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& tile);
+
+// The axis with more independent work for an M x N GEMM on |tile|: column tiles when
+// there are four full ones or at least as many as row panels, row panels otherwise
+// (a 7x7 image's 49 columns are one full tile and a 1-wide one; 512 rows are 64 panels).
+GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& tile);
+// Tiles along |split| (column tiles or row panels, edge tile included); 1 for kNone.
+int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& tile);
+
+// C statements that clip the kernel's range [wg_begin, wg_end) to the |count|
+// workgroups numbered from |first| (a C expression): `const int64_t lo, hi` become
+// local indices in [0, count], and |skip| runs when the range holds none of them.
+std::string workgroup_window(const std::string& first, int64_t count, const std::string& skip,
+                             const std::string& indent = "    ", const std::string& lo = "lo",
+                             const std::string& hi = "hi");
 
 // An epilogue the AVX-512 tile applies in registers before its store: per-row bias,
 // then nothing, ReLU or Clip. `args` are the tile's trailing arguments after the

@@ -166,7 +166,13 @@ std::string lower_gemm(LoweringContext& ctx) {
     };
     ctx.kernel_name = fmt::format("f32_gemm_{}x{}x{}{}_{}", g.M, g.K, g.N, g.trans_a ? "_ta" : "",
                                   tile.kernel.substr(tile.kernel.rfind('_') + 1));
-    return emit_gemm_loops(loops, tile);
+    // Workgroups: the tiles of one axis (choose_gemm_split).
+    loops.split = choose_gemm_split(g.M, g.N, tile);
+    loops.split_lo = "lo";
+    loops.split_hi = "hi";
+    const int64_t units = gemm_split_units(loops.split, g.M, g.N, tile);
+    ctx.wg_count = units;
+    return "  do {\n" + workgroup_window("0", units, "break;", "  ") + emit_gemm_loops(loops, tile) + "  } while (0);\n";
   }
   std::string rows4 = g.trans_b ? "" : fmt::format(
       "  for (; m + 4 <= {M}; m += 4) f32_gemm_rows4_portable({y}, {a}, {asm_}, {ask}, {b}, {K}, {N}, m);\n",
@@ -282,6 +288,13 @@ std::string lower_matmul(LoweringContext& ctx) {
       return fmt::format("    f32_pack_panel({}, {}, bb, {}, {}, {}, {});\n", ctx.scratch, tile.nr, g.N, g.K, n0, nr);
     };
   }
+  // Workgroups: the tiles of one axis (choose_gemm_split) of each batch's GEMM,
+  // numbered bi * units + tile.
+  loops.split = choose_gemm_split(g.M, g.N, tile);
+  loops.split_lo = "lo";
+  loops.split_hi = "hi";
+  const int64_t units = gemm_split_units(loops.split, g.M, g.N, tile);
+  ctx.wg_count = num_elements(g.batch) * units;
   if (ctx.epilogue) {
     loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
       return fmt::format(
@@ -300,11 +313,13 @@ std::string lower_matmul(LoweringContext& ctx) {
   }
   return fmt::format(
       "  for (int64_t bi = 0; bi < {B}; ++bi) {{\n"
+      "{window}"
       "    const float* ab = {a} + {aoff} * {MK};\n"
       "    const float* bb = {b} + {boff} * {KN};\n"
       "    float* yb = {y} + bi * {MN};\n"
       "{loops}"
       "  }}\n",
+      fmt::arg("window", workgroup_window(fmt::format("bi * {}", units), units, "continue;")),
       fmt::arg("B", num_elements(g.batch)), fmt::arg("a", ctx.in[0]),
       fmt::arg("aoff", broadcast_index_expr(g.batch, g.batch_a, "bi")), fmt::arg("MK", g.M * g.K),
       fmt::arg("b", ctx.in[1]), fmt::arg("boff", broadcast_index_expr(g.batch, g.batch_b, "bi")),

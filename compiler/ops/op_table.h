@@ -51,6 +51,19 @@ struct LoweringContext {
   uint32_t target_features = 0;
   uint32_t target_arch = 0;
   std::string scratch{};  // float* to the step's scratch bytes, when scratch_bytes asked
+  // Workgroups: a lowering whose output splits into K independent parts sets this to K
+  // and emits a body that computes exactly the workgroups [wg_begin, wg_end) of K (the
+  // kernel's uint32_t parameters); [0, K) is the whole dispatch. Parts write disjoint
+  // output elements (fused epilogue included), each element by the same arithmetic
+  // whatever the range (bitwise equal to the unsplit run), and never split a
+  // reduction. A part gets its own scratch, so it prepares whatever it reads there.
+  // 1: the body ignores the range and the dispatch runs as [0, 1).
+  int64_t wg_count = 1;
+  // When workgroup w of a split lowering covers exactly the flat output elements
+  // [w * wg_elements, (w + 1) * wg_elements) (channel planes, rows), the lowering may
+  // leave the epilogue to codegen's sweep, which then covers the same elements. 0:
+  // unknown, so a lowering that leaves the epilogue to the sweep runs unsplit.
+  int64_t wg_elements = 0;
 };
 
 struct OpDef {

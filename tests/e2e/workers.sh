@@ -76,6 +76,7 @@ else
   echo "C artifact check with $multi"
   "$INGOT" compile "$MODELS_DIR/$multi.onnx" -o "$WORK/net.c" --output-format=c --workers=2
   cat > "$WORK/drive.c" <<'EOF'
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

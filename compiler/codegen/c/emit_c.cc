@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,7 @@ namespace {
 struct Body {
   std::string text;
   std::string name;
+  int64_t workgroups = 1;
 };
 
 Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target, std::set<std::string>& headers) {
@@ -52,7 +54,7 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
     prologue += fmt::format("  float* INGOT_RESTRICT scratch = (float*)b[{}];\n  (void)scratch;\n", b++);
     ctx.scratch = "scratch";
   }
-  std::function<std::string(const std::string&)> sweep_epilogue;
+  std::function<std::optional<std::string>(const std::string&, int64_t)> sweep_epilogue;
   if (!node.epilogue.empty()) {
     const Shape& out_shape = node.outputs[0]->shape;
     ctx.has_epilogue = true;
@@ -88,23 +90,52 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
     // A lowering that leaves the epilogue to a sweep over its output gets the same loop
     // nest as an elementwise op: a per-channel operand (a BatchNorm after a Concat) is
     // then read once per channel instead of through a division per element.
-    sweep_epilogue = [emit, out_shape, &node](const std::string& out) {
+    //
+    // For a split dispatch (|per| > 0: workgroup w owns the flat elements [w * per,
+    // (w + 1) * per)), the sweep covers the workgroups [wg_begin, wg_end) when they are
+    // whole runs of the loop nest's outer (or, not nested, flat) index; nullopt otherwise.
+    sweep_epilogue = [emit, out_shape, &node](const std::string& out, int64_t per) -> std::optional<std::string> {
       std::vector<Shape> shapes;
       for (const EpilogueOp& e : node.epilogue)
         if (e.operand) shapes.push_back(e.operand->shape);
       const ops::BroadcastLoops loops = ops::broadcast_loops(out_shape, shapes);
       const std::string flat = loops.nested ? fmt::format("o * {} + i", loops.inner) : "i";
-      return fmt::format("  for (int64_t o = 0; o < {}; ++o)\n    for (int64_t i = 0; i < {}; ++i) {{\n"
+      auto range = [](const std::string& v, int64_t count, int64_t step) {
+        if (step == 0) return fmt::format("{0} = 0; {0} < {1}; ++{0}", v, count);
+        return fmt::format("{0} = (int64_t)wg_begin * {1}, {0}1 = (int64_t)wg_end * {1} < {2} ? (int64_t)wg_end * {1} : {2}; "
+                           "{0} < {0}1; ++{0}",
+                           v, step, count);
+      };
+      int64_t o_step = 0, i_step = 0;
+      if (per > 0 && loops.nested && per % loops.inner == 0) o_step = per / loops.inner;
+      else if (per > 0 && !loops.nested) i_step = per;
+      else if (per > 0) return std::nullopt;
+      return fmt::format("  for (int64_t {})\n    for (int64_t {}) {{\n"
                          "    float v = {}[{}];\n{}    {}[{}] = v;\n  }}\n",
-                         loops.outer, loops.inner, out, flat, emit("v", flat, "", &loops), out, flat);
+                         range("o", loops.outer, o_step), range("i", loops.inner, i_step), out, flat,
+                         emit("v", flat, "", &loops), out, flat);
     };
   }
   std::string body = def->lower(ctx);
-  if (ctx.has_epilogue && !ctx.epilogue_applied) body += sweep_epilogue("out0");
+  if (ctx.wg_count < 1) fail("{}: lowering asked for {} workgroups", node.describe(), ctx.wg_count);
+  if (ctx.has_epilogue && !ctx.epilogue_applied) {
+    std::optional<std::string> sweep;
+    if (ctx.wg_count == 1) sweep = sweep_epilogue("out0", 0);
+    else if (ctx.wg_elements > 0) sweep = sweep_epilogue("out0", ctx.wg_elements);
+    if (!sweep) {
+      // The sweep cannot follow this split (or the lowering did not say how its
+      // workgroups map to elements): the dispatch runs unsplit, its body over every
+      // workgroup, then the whole sweep.
+      body = fmt::format("  wg_begin = 0;\n  wg_end = {};\n", ctx.wg_count) + body;
+      ctx.wg_count = 1;
+      sweep = sweep_epilogue("out0", 0);
+    }
+    body += *sweep;
+  }
   headers.insert(ctx.headers.begin(), ctx.headers.end());
   std::string name = ctx.kernel_name.empty() ? node.op_type : ctx.kernel_name;
   for (const EpilogueOp& e : node.epilogue) name += "_" + e.op_type;
-  return {prologue + body, name};
+  return {prologue + body, name, ctx.wg_count};
 }
 
 }  // namespace
@@ -133,7 +164,7 @@ CSource generate_c(const schedule::Plan& plan, const target::Target& target) {
           c_comment_text(body.name), c_comment_text(step.label), symbol, body.text);
     }
     src.step_kernel.push_back(it->second);
-    src.step_workgroups.push_back(1);
+    src.step_workgroups.push_back(body.workgroups);
   }
   std::string includes;
   for (const std::string& h : src.headers) includes += fmt::format("#include \"{}\"\n", h);

@@ -17,7 +17,10 @@ struct CSource {
   std::vector<std::string> kernel_symbols; // ingot_kernel_<i>
   std::vector<std::string> kernel_names;   // f32_conv3x3_s1_... per kernel
   std::vector<int> step_kernel;            // per plan step: kernel index, -1 for COPY
-  std::vector<int64_t> step_workgroups;    // per plan step: workgroups of its dispatch (1 for COPY)
+  // Per plan step: the workgroups K its kernel splits into (ops::LoweringContext::
+  // wg_count); the kernel computes any sub-range [wg_begin, wg_end) of [0, K). 1 for
+  // COPY steps and dispatches that do not split.
+  std::vector<int64_t> step_workgroups;
 };
 
 CSource generate_c(const schedule::Plan& plan, const target::Target& target);

@@ -1,0 +1,400 @@
+// Workgroup splits (ops::LoweringContext::wg_count): every dispatch of a graph is run
+// through its kernel directly, once over all its workgroups [0, K) and then as 2, 3
+// and K parts over random contiguous ranges, in random order, each part with its own
+// scratch filled with NaN. Every split run must equal the whole run bit for bit, and
+// the whole run must match the op's reference. Cases that should split also require
+// K > 1, so a lowering that silently stops splitting fails here.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/driver/driver.h"
+#include "compiler/ops/gemm_lowering.h"
+#include "tests/unit/test_util.h"
+
+namespace ingot {
+namespace {
+
+using testing::Tolerance;
+using I = std::vector<int64_t>;
+using KernelFn = void (*)(void* const*, uint32_t, uint32_t);
+
+// Native code copied into an executable mapping.
+class ExecutableCode {
+ public:
+  explicit ExecutableCode(const codegen::NativeCode& native) : offsets_(native.kernel_offsets) {
+    long page = sysconf(_SC_PAGESIZE);
+    size_ = (native.code.size() + page - 1) / page * page;
+    void* map = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) fail("mmap failed");
+    std::memcpy(map, native.code.data(), native.code.size());
+    if (mprotect(map, size_, PROT_READ | PROT_EXEC) != 0) fail("mprotect failed");
+    code_ = static_cast<uint8_t*>(map);
+  }
+  ExecutableCode(const ExecutableCode&) = delete;
+  ExecutableCode& operator=(const ExecutableCode&) = delete;
+  ~ExecutableCode() { munmap(code_, size_); }
+  KernelFn kernel(int index) const {
+    KernelFn fn;
+    uint8_t* p = code_ + offsets_.at(index);
+    std::memcpy(&fn, &p, sizeof(fn));
+    return fn;
+  }
+
+ private:
+  std::vector<uint32_t> offsets_;
+  uint8_t* code_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A graph of independent cases (one C compile covers all of them), the input data,
+// and per checked output whether its dispatch is expected to split.
+class SplitCase {
+ public:
+  explicit SplitCase(uint32_t seed) : seed_(seed) { g_.name = "split"; g_.opset = 13; }
+  Graph& graph() { return g_; }
+
+  Value* input(const Shape& shape, float lo = -1.0f, float hi = 1.0f) {
+    Tensor t = testing::random_f32(shape, ++seed_, lo, hi);
+    Value* v = testing::add_input(g_, "in" + std::to_string(g_.inputs.size()), t.shape, t.dtype);
+    inputs_.push_back(std::move(t));
+    return v;
+  }
+  Value* weight(const Shape& shape) { return g_.add_constant(g_.unique_name("w"), testing::random_f32(shape, ++seed_)); }
+  Node* inner(const std::string& type, std::vector<Value*> in, ops::Attrs attrs = {}, int opset = 13) {
+    return testing::add_op(g_, type, std::move(in), std::move(attrs), opset);
+  }
+  // Checks |v| (a graph output); |anchor| given: tolerance scaled by sum |w * x| of it.
+  void output(Value* v, bool split, const Node* anchor = nullptr, Tolerance tol = Tolerance::magnitude(1e-5)) {
+    g_.outputs.push_back(v);
+    checks_[v] = {split, anchor, tol, v->producer ? v->producer->describe() : v->name};
+  }
+  // A convolution, optionally followed by a fused ReLU or a residual Add.
+  void conv(const Shape& xs, const Shape& ws, ops::Attrs attrs, bool split, const std::string& then = "") {
+    Node* c = inner("Conv", {input(xs), weight(ws), weight({ws[0]})}, std::move(attrs));
+    Value* out = c->outputs[0];
+    if (then == "Relu") out = inner("Relu", {out})->outputs[0];
+    if (then == "Add") out = inner("Add", {out, input(out->shape)})->outputs[0];
+    output(out, split, c, Tolerance::bound(1e-4, 1e-5));
+  }
+
+  struct Stats {
+    int dispatches = 0, split = 0;
+    std::set<std::string> kernels;
+  };
+
+  Stats run(const std::function<void(Graph&)>& transform, const std::string& target_name) {
+    std::map<const Value*, Tensor> env = testing::evaluate_graph(g_, inputs_);
+    std::map<const Value*, Tensor> bounds;
+    for (auto& [v, check] : checks_) {
+      if (!check.anchor) continue;
+      std::vector<const Tensor*> ins;
+      for (const Value* x : check.anchor->inputs) ins.push_back(!x ? nullptr : x->is_constant() ? x->constant.get() : &env.at(x));
+      bounds[v] = testing::abs_bound(*check.anchor, ins);
+    }
+    const target::Target target = target::resolve(target_name);
+    if (transform) transform(g_);
+    passes::choose_strategies(g_, driver::target_traits(target));
+    verify_graph(g_);
+    const schedule::Plan plan = schedule::build_plan(g_);
+    const codegen::CSource source = codegen::generate_c(plan, target);
+    EXPECT_EQ(source.step_workgroups.size(), plan.steps.size());
+    const ExecutableCode code(codegen::compile_native(source, target, codegen::NativeOptions{}));
+
+    // Every bound value that is not a step's output: graph inputs, constants and
+    // outputs of earlier steps, from the reference.
+    std::map<const Value*, testing::AlignedBuffer> data;
+    auto bytes_of = [&](const Value* v) -> const std::vector<uint8_t>& {
+      if (v->is_constant()) return v->constant->bytes;
+      return env.at(v).bytes;
+    };
+    Stats stats;
+    std::mt19937 rng(seed_);
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      const schedule::PlanStep& step = plan.steps[s];
+      if (step.kind != INGOT_STEP_DISPATCH) {
+        EXPECT_EQ(source.step_workgroups[s], 1);
+        continue;
+      }
+      const Node& node = *step.node;
+      const int64_t K = source.step_workgroups[s];
+      const KernelFn fn = code.kernel(source.step_kernel[s]);
+      const std::string what = fmt::format("{} [{}] kernel {} K={}", node.describe(), target_name,
+                                           source.kernel_names[source.step_kernel[s]], K);
+      ++stats.dispatches;
+      stats.split += K > 1;
+      if (K > 1) stats.kernels.insert(source.kernel_names[source.step_kernel[s]]);
+      EXPECT_GE(K, 1) << what;
+      const Value* out = node.outputs[0];
+      auto check = checks_.find(out);
+      if (check != checks_.end() && check->second.split) EXPECT_GT(K, 1) << what << ": expected to split";
+      const ops::OpDef* def = ops::find_op(node.op_type);
+      const size_t scratch_bytes = step.scratch ? def->scratch_bytes(node) : 0;
+
+      // Runs the kernel over |ranges| in the order given; returns every output's bytes.
+      auto run_ranges = [&](const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+        std::vector<std::unique_ptr<testing::AlignedBuffer>> outs;
+        for (const Value* o : node.outputs) outs.push_back(std::make_unique<testing::AlignedBuffer>(o->byte_size(), 64, 0xFF));
+        for (auto [b, e] : ranges) {
+          testing::AlignedBuffer scratch(scratch_bytes, 64, 0xFF);
+          std::vector<void*> bindings;
+          for (const Value* v : step.bindings) {
+            if (v == step.scratch) {
+              bindings.push_back(scratch.data());
+              continue;
+            }
+            auto o = std::find(node.outputs.begin(), node.outputs.end(), v);
+            if (o != node.outputs.end()) {
+              bindings.push_back(outs[o - node.outputs.begin()]->data());
+              continue;
+            }
+            auto it = data.find(v);
+            if (it == data.end()) {
+              const std::vector<uint8_t>& bytes = bytes_of(v);
+              it = data.try_emplace(v, bytes.size(), 64, 0).first;
+              if (!bytes.empty()) std::memcpy(it->second.data(), bytes.data(), bytes.size());
+            }
+            bindings.push_back(it->second.data());
+          }
+          fn(bindings.data(), static_cast<uint32_t>(b), static_cast<uint32_t>(e));
+        }
+        std::vector<std::vector<uint8_t>> result;
+        for (auto& o : outs) result.emplace_back(o->data(), o->data() + o->size());
+        return result;
+      };
+
+      const std::vector<std::vector<uint8_t>> whole = run_ranges({{0, K}});
+      // Against the reference (through the op's own tolerance).
+      if (check != checks_.end()) {
+        Tensor got(out->dtype, out->shape);
+        got.bytes = whole[0];
+        auto b = bounds.find(out);
+        EXPECT_TRUE(testing::tensors_near(got, env.at(out), check->second.tol, b == bounds.end() ? nullptr : &b->second))
+            << what;
+      }
+      for (int64_t parts : {int64_t{2}, int64_t{3}, K}) {
+        if (parts > K || parts < 2) continue;
+        std::vector<int64_t> cuts;
+        for (int64_t i = 1; i < K; ++i) cuts.push_back(i);
+        std::shuffle(cuts.begin(), cuts.end(), rng);
+        cuts.resize(parts - 1);
+        cuts.push_back(0);
+        cuts.push_back(K);
+        std::sort(cuts.begin(), cuts.end());
+        std::vector<std::pair<int64_t, int64_t>> ranges;
+        for (size_t i = 0; i + 1 < cuts.size(); ++i) ranges.emplace_back(cuts[i], cuts[i + 1]);
+        std::shuffle(ranges.begin(), ranges.end(), rng);
+        std::string shown;
+        for (auto [b, e] : ranges) shown += fmt::format(" [{}, {})", b, e);
+        EXPECT_TRUE(run_ranges(ranges) == whole) << what << ": split into" << shown << " differs from the whole run";
+      }
+      // Each part alone writes only its own elements: every element of the first
+      // output is written by exactly one of the three parts (its bits are no longer
+      // the all-ones NaN the buffer starts with).
+      if (K >= 3 && out->dtype == DType::F32) {
+        const int64_t c1 = K / 3, c2 = 2 * K / 3;
+        std::vector<int> writers(out->byte_size() / 4, 0);
+        for (auto [b, e] : {std::pair{int64_t{0}, c1}, std::pair{c1, c2}, std::pair{c2, K}}) {
+          const std::vector<uint8_t> part = run_ranges({{b, e}})[0];
+          for (size_t i = 0; i < writers.size(); ++i) {
+            uint32_t bits;
+            std::memcpy(&bits, part.data() + 4 * i, 4);
+            writers[i] += bits != 0xFFFFFFFFu;
+          }
+        }
+        int64_t bad = 0, first = -1;
+        for (size_t i = 0; i < writers.size(); ++i)
+          if (writers[i] != 1 && bad++ == 0) first = static_cast<int64_t>(i);
+        EXPECT_EQ(bad, 0) << what << ": element " << first << " written by " << (first >= 0 ? writers[first] : 0)
+                          << " of the parts [0, " << c1 << "), [" << c1 << ", " << c2 << "), [" << c2 << ", " << K << ")";
+      }
+    }
+    return stats;
+  }
+
+ private:
+  struct Check {
+    bool split = false;
+    const Node* anchor = nullptr;
+    Tolerance tol;
+    std::string label;
+  };
+  Graph g_;
+  std::vector<Tensor> inputs_;
+  std::map<const Value*, Check> checks_;
+  uint32_t seed_;
+};
+
+class WorkgroupSplitTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!testing::host_can_run(GetParam())) GTEST_SKIP() << "this CPU cannot run " << GetParam() << " code";
+  }
+  ops::GemmTile tile() const { return ops::gemm_tile_for(target::resolve(GetParam()).features); }
+  // As the compile pipeline orders them: weight layouts, then epilogue fusion.
+  std::function<void(Graph&)> passes(bool winograd) const {
+    const int64_t width = tile().nr;
+    return [width, winograd](Graph& g) {
+      if (winograd) passes::winograd_weights(g);
+      passes::pack_weights(g, width);
+      passes::fuse_epilogues(g);
+    };
+  }
+};
+
+// Every GEMM-backed convolution strategy: pointwise on 56x56 (column tiles), 14x14 and
+// 7x7 (transposed), 3x3 stride 1 on 56x56 and 7x7 (shifted planes on AVX-512, im2col
+// elsewhere; row panels on 7x7), strided (phase planes / im2col), a stem, 1x1 stride 2,
+// groups, batch 2, odd channel counts, fused ReLU and residual Add.
+TEST_P(WorkgroupSplitTest, GemmConvolutions) {
+  SplitCase k(900);
+  k.conv({1, 16, 56, 56}, {24, 16, 1, 1}, {}, true, "Relu");
+  k.conv({1, 33, 14, 14}, {37, 33, 1, 1}, {}, true);
+  k.conv({1, 64, 7, 7}, {96, 64, 1, 1}, {}, true, "Add");
+  k.conv({2, 24, 7, 7}, {40, 24, 1, 1}, {}, true, "Relu");
+  k.conv({1, 16, 56, 56}, {16, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Relu");
+  k.conv({1, 64, 7, 7}, {72, 64, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Add");
+  k.conv({1, 16, 28, 28}, {33, 16, 3, 3}, {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}}, true, "Relu");
+  k.conv({1, 3, 56, 56}, {16, 3, 7, 7}, {{"strides", I{2, 2}}, {"pads", I{3, 3, 3, 3}}}, true);
+  k.conv({1, 16, 28, 28}, {32, 16, 1, 1}, {{"strides", I{2, 2}}}, true, "Relu");
+  k.conv({1, 32, 14, 14}, {64, 8, 3, 3}, {{"group", int64_t{4}}, {"pads", I{1, 1, 1, 1}}}, true, "Relu");
+  k.conv({2, 12, 15, 15}, {12, 3, 3, 3}, {{"group", int64_t{4}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}}, true);
+  k.conv({2, 8, 14, 14}, {16, 8, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Add");
+  k.conv({2, 12, 6, 50}, {36, 3, 1, 1}, {{"group", int64_t{4}}}, true);
+  SplitCase::Stats s = k.run(passes(false), GetParam());
+  EXPECT_EQ(s.split, 13);
+}
+
+// Winograd F(4x4) and F(2x2): many tile blocks (split by block), one block on small
+// images (split by output-channel panels within it), batch 2, odd sizes, epilogues.
+TEST_P(WorkgroupSplitTest, WinogradConvolutions) {
+  SplitCase k(920);
+  k.conv({1, 16, 56, 56}, {16, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Relu");
+  k.conv({1, 17, 47, 50}, {24, 17, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true);
+  k.conv({1, 64, 7, 7}, {72, 64, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Add");
+  k.conv({2, 16, 9, 10}, {19, 16, 3, 3}, {{"pads", I{0, 1, 2, 0}}}, true, "Relu");
+  k.conv({1, 160, 7, 9}, {192, 160, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true);
+  SplitCase::Stats s = k.run(passes(true), GetParam());
+  EXPECT_EQ(s.split, 5);
+  int winograd = 0;
+  for (const auto& n : k.graph().nodes()) winograd += n->attr_int("winograd", 0) != 0;
+  EXPECT_EQ(winograd, 5);
+}
+
+// Depthwise planes: stride 1 (shifted), column stride 2 (parity planes), other strides,
+// odd channel counts, 56x56 and 7x7 planes, batch 2, fused ReLU and Add.
+TEST_P(WorkgroupSplitTest, DepthwiseConvolutions) {
+  SplitCase k(940);
+  auto dw = [&](Shape xs, int64_t kernel, ops::Attrs attrs, const std::string& then) {
+    const int64_t c = xs[1];
+    attrs["group"] = c;
+    k.conv(xs, {c, 1, kernel, kernel}, std::move(attrs), true, then);
+  };
+  dw({1, 33, 56, 56}, 3, {{"pads", I{1, 1, 1, 1}}}, "Relu");
+  dw({2, 17, 7, 7}, 3, {{"pads", I{1, 1, 1, 1}}}, "Add");
+  dw({1, 19, 28, 28}, 3, {{"pads", I{1, 1, 1, 1}}, {"strides", I{2, 2}}}, "Relu");
+  dw({2, 9, 14, 14}, 5, {{"pads", I{2, 2, 2, 2}}, {"strides", I{2, 2}}}, "");
+  dw({1, 7, 15, 15}, 3, {{"pads", I{1, 1, 1, 1}}, {"strides", I{3, 3}}}, "Add");
+  SplitCase::Stats s = k.run(passes(false), GetParam());
+  EXPECT_EQ(s.split, 5);
+}
+
+// Gemm and MatMul: column tiles or row panels, B packed at compile time or into
+// scratch, batched MatMul with broadcast, bias and epilogues.
+TEST_P(WorkgroupSplitTest, GemmAndMatMul) {
+  SplitCase k(960);
+  auto gemm = [&](int64_t M, int64_t K, int64_t N, bool const_b, const std::string& then) {
+    Value* b = const_b ? k.weight({K, N}) : k.input({K, N});
+    Node* n = k.inner("Gemm", {k.input({M, K}), b, k.weight({N})});
+    Value* out = n->outputs[0];
+    if (then == "Relu") out = k.inner("Relu", {out})->outputs[0];
+    k.output(out, true, n, Tolerance::bound(1e-4, 1e-5));
+  };
+  gemm(1, 512, 1000, true, "");
+  gemm(64, 200, 300, false, "Relu");
+  gemm(200, 64, 40, true, "Relu");
+  auto matmul = [&](Shape a, Value* b, bool split) {
+    Node* n = k.inner("MatMul", {k.input(a), b});
+    k.output(k.inner("Relu", {n->outputs[0]})->outputs[0], split, n, Tolerance::bound(1e-4, 1e-5));
+  };
+  matmul({128, 256}, k.weight({256, 200}), true);
+  matmul({2, 3, 20, 64}, k.input({2, 3, 64, 100}), true);
+  matmul({4, 50, 32}, k.input({32, 7}), true);
+  matmul({3, 1, 17, 24}, k.input({5, 24, 33}), true);
+  SplitCase::Stats s = k.run(passes(false), GetParam());
+  EXPECT_EQ(s.split, 7);
+}
+
+// MobileNet blocks fused into one banded InvertedResidual dispatch (AVX-512 only), split
+// by bands of output rows: a part's first band recomputes the expand rows that the
+// unsplit run carries over from the band before. Stride 1 with a residual Add, stride 2,
+// a stem as the expand, depthwise + project without an expand; blocks of one band
+// (the whole image fits the band budget) stay whole.
+TEST(WorkgroupSplitBlockTest, InvertedResidualBands) {
+  if (!testing::host_can_run("x86_64-avx512")) GTEST_SKIP() << "this CPU cannot run AVX-512 code";
+  SplitCase k(980);
+  auto block = [&](Value* x, int64_t c, int64_t e, int64_t o, int64_t stride, bool residual, bool split) {
+    ops::Attrs clip{{"min", 0.0f}, {"max", 0.75f}};
+    Node* ex = k.inner("Conv", {x, k.weight({e, c, 1, 1}), k.weight({e})});
+    Node* ea = k.inner("Clip", {ex->outputs[0]}, clip);
+    Node* dw = k.inner("Conv", {ea->outputs[0], k.weight({e, 1, 3, 3}), k.weight({e})},
+                       {{"group", e}, {"pads", I{1, 1, 1, 1}}, {"strides", I{stride, stride}}});
+    Node* da = k.inner("Clip", {dw->outputs[0]}, clip);
+    Node* pr = k.inner("Conv", {da->outputs[0], k.weight({o, e, 1, 1}), k.weight({o})});
+    Value* out = pr->outputs[0];
+    if (residual) out = k.inner("Add", {out, x})->outputs[0];
+    k.output(out, split, nullptr, Tolerance::magnitude(1e-4));
+  };
+  Value* x1 = k.input({1, 16, 64, 61});
+  block(x1, 16, 96, 16, 1, true, true);
+  block(k.input({1, 24, 56, 56}), 24, 144, 24, 2, false, true);
+  block(k.input({1, 8, 25, 5}), 8, 16, 8, 1, false, false);  // one band: not split
+  {
+    Node* dw = k.inner("Conv", {k.input({1, 32, 112, 57}), k.weight({32, 1, 3, 3}), k.weight({32})},
+                       {{"group", int64_t{32}}, {"pads", I{1, 1, 1, 1}}});
+    Node* da = k.inner("Relu", {dw->outputs[0]});
+    k.output(k.inner("Conv", {da->outputs[0], k.weight({16, 32, 1, 1}), k.weight({16})})->outputs[0], true, nullptr,
+             Tolerance::magnitude(1e-4));
+  }
+  {
+    Node* stem = k.inner("Conv", {k.input({1, 3, 97, 66}), k.weight({32, 3, 3, 3}), k.weight({32})},
+                         {{"strides", I{2, 2}}, {"pads", I{1, 0, 1, 1}}});
+    Node* sa = k.inner("Relu", {stem->outputs[0]});
+    Node* dw = k.inner("Conv", {sa->outputs[0], k.weight({32, 1, 3, 3}), k.weight({32})},
+                       {{"group", int64_t{32}}, {"pads", I{1, 1, 1, 1}}});
+    Node* da = k.inner("Relu", {dw->outputs[0]});
+    k.output(k.inner("Conv", {da->outputs[0], k.weight({16, 32, 1, 1}), k.weight({16})})->outputs[0], false, nullptr,
+             Tolerance::magnitude(1e-4));  // one band
+  }
+  SplitCase::Stats s = k.run(
+      [](Graph& g) {
+        passes::fuse_epilogues(g);
+        passes::fuse_inverted_residuals(g);
+        passes::eliminate_dead_code(g);
+      },
+      "x86_64-avx512");
+  EXPECT_EQ(s.dispatches, 5);
+  EXPECT_EQ(s.split, 3);
+  for (const std::string& name : s.kernels) EXPECT_NE(name.find("avx512"), std::string::npos) << name;
+  int blocks = 0;
+  for (const auto& n : k.graph().nodes()) blocks += n->op_type == "InvertedResidual";
+  EXPECT_EQ(blocks, 5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, WorkgroupSplitTest, ::testing::Values("host", "x86_64-avx2", "x86_64"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string s = info.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace ingot
