@@ -255,6 +255,10 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
   const bool has_weights = !m.constants.empty();
   const uint32_t weights_crc = ingot_crc32(m.constants.data(), m.constants.size());
 
+  std::string pending_tables;  // the walker's table struct, written after the tables
+  // Several workers: the context holds the sync counters and invoke plays the lists
+  // round-robin; one worker: a plain step counter and no sync state.
+  const bool multi = m.workers.size() > 1;
   bool any_copy = false, any_dispatch = false;
   uint32_t max_bindings = 0;
   for (const ingot_step_t& st : m.steps) {
@@ -316,7 +320,7 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
       "\n/* The caller's state: set by {p}_initialize, read by {p}_invoke and\n"
       " * {p}_run_worker (whose sync counters live here: sync_ and runs_ are private). */\n"
       "typedef struct {p}_context_t {{\n  unsigned char* arena;\n  const unsigned char* weights;\n"
-      "  unsigned int sync_[{sync_words}];\n  unsigned int runs_[{P}_WORKERS];\n}} {p}_context_t;\n\n"
+      "{sync_fields}}} {p}_context_t;\n\n"
       "/* Binds |arena| ({P}_ARENA_SIZE bytes at least, {P}_ARENA_ALIGNMENT-aligned; NULL when\n"
       " * the size is 0) and the weights ({wdoc}) into |context|. */\n"
       "int {p}_initialize({p}_context_t* context, void* arena, size_t arena_size,\n"
@@ -334,7 +338,9 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
       "                   void* const* outputs);\n\n"
       "#ifdef __cplusplus\n}}\n#endif\n\n#endif /* {P}_H_ */\n",
       fmt::arg("p", p), fmt::arg("P", P), fmt::arg("workers", std::max<size_t>(1, m.workers.size())),
-      fmt::arg("sync_words", INGOT_MAX_WORKERS + 2),
+      fmt::arg("sync_fields", multi ? fmt::format("  unsigned int sync_[{}];\n  unsigned int runs_[{}_WORKERS];\n",
+                                                   INGOT_MAX_WORKERS + 2, P)
+                                     : std::string()),
       fmt::arg("wdoc", external ? fmt::format("the bytes of {}", c_comment_text(m.external_weights_path))
                                 : std::string("built in: pass NULL, 0")));
 
@@ -370,6 +376,8 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
   c += "\n";
   HeaderInliner inliner(in.headers);
   inliner.add("abi.h", c);
+  c += fmt::format("#define INGOT_PLAN_MAX_BINDINGS {}u /* the most bindings a step of this plan has */\n",
+                   std::max<uint32_t>(max_bindings, 1));
   inliner.add("plan_walk_impl.h", c);
   for (const std::string& inc : includes) inliner.add(inc, c);
 
@@ -403,6 +411,11 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
     for (const ingot_worker_t& w : workers)
       c += fmt::format("{{{}u, {}u, {}u, 0}}, ", w.step_first, w.step_count, w.signal_count);
     c += "};\n";
+    pending_tables = fmt::format(
+        "static const ingot_plan_tables_t {p}_tables_ = {{{steps}, {bindings}, {p}_workers_, {n}u, {kernels}, NULL, NULL}};\n",
+        fmt::arg("p", p), fmt::arg("steps", m.steps.empty() ? "NULL" : p + "_steps_"),
+        fmt::arg("bindings", m.bindings.empty() ? "NULL" : p + "_bindings_"), fmt::arg("n", workers.size()),
+        fmt::arg("kernels", any_dispatch ? p + "_kernels_" : "NULL"));
   }
   if (!m.bindings.empty()) {
     c += fmt::format("static const ingot_binding_t {}_bindings_[{}] = {{\n", p, m.bindings.size());
@@ -412,6 +425,8 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
     }
     c += "};\n";
   }
+
+  c += pending_tables;
 
   // Weights.
   if (has_weights && !external) {
@@ -462,30 +477,27 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
       "                   const void* weights, size_t weights_size) {{\n"
       "  if (context == NULL) return 1;\n"
       "  context->arena = NULL;\n  context->weights = NULL;\n"
-      "  for (uint32_t i = 0; i < sizeof context->sync_ / sizeof context->sync_[0]; ++i) context->sync_[i] = 0u;\n"
-      "  for (uint32_t i = 0; i < {P}_WORKERS; ++i) context->runs_[i] = 0u;\n"
+      "{sync_init}"
       "{acheck}"
       "  if (((uintptr_t)arena & ({P}_ARENA_ALIGNMENT - 1u)) != 0) return 1;\n"
       "{wcheck}"
       "  context->arena = (unsigned char*)arena;\n"
       "  return 0;\n}}\n",
       fmt::arg("p", p), fmt::arg("P", P), fmt::arg("wcheck", weights_check),
+      fmt::arg("sync_init", multi ? fmt::format("  for (uint32_t i = 0; i < {} + 2u; ++i) context->sync_[i] = 0u;\n"
+                                                "  for (uint32_t i = 0; i < {}_WORKERS; ++i) context->runs_[i] = 0u;\n",
+                                                INGOT_MAX_WORKERS, P)
+                                  : std::string()),
       fmt::arg("acheck", m.arena_bytes > 0 ? fmt::format("  if (arena_size < {P}_ARENA_SIZE) return 5;\n"
                                                          "  if (arena == NULL) return 1;\n",
                                                          fmt::arg("P", P))
                                            : std::string("  (void)arena_size;\n")));
 
   // The shared plan walker (plan_walk_impl.h, inlined above) over this file's tables.
-  std::string walk = fmt::format(
-      "  ingot_plan_walk_t walk;\n"
-      "  walk.steps = {steps};\n  walk.bindings = {bindings};\n  walk.workers = {p}_workers_;\n"
-      "  walk.worker_count = {P}_WORKERS;\n  walk.kernels = {kernels};\n  walk.code_base = NULL;\n"
-      "  walk.kernel_offsets = NULL;\n  walk.arena = context->arena;\n  walk.constants = context->weights;\n"
-      "  walk.inputs = inputs;\n  walk.outputs = outputs;\n  walk.observer = NULL;\n  walk.observer_data = NULL;\n",
-      fmt::arg("p", p), fmt::arg("P", P), fmt::arg("steps", m.steps.empty() ? "NULL" : p + "_steps_"),
-      fmt::arg("bindings", m.bindings.empty() ? "NULL" : p + "_bindings_"),
-      fmt::arg("kernels", any_dispatch ? p + "_kernels_" : "NULL"));
-  (void)max_bindings;
+  std::string walk =
+      "  ingot_plan_walk_t walk;\n  walk.tables = &" + p + "_tables_;\n  walk.arena = context->arena;\n"
+      "  walk.constants = context->weights;\n  walk.inputs = inputs;\n  walk.outputs = outputs;\n"
+      "  walk.observer = NULL;\n  walk.observer_data = NULL;\n";
   (void)any_copy;
   std::string io_check;
   if (!m.inputs.empty()) {
@@ -507,26 +519,39 @@ CArtifact generate_c_artifact(const CArtifactInput& in) {
       "{wcheck}"
       "{iocheck}"
       "{walk}"
-      "  ingot_plan_sync_t sync;\n"
-      "  for (uint32_t i = 0; i < {P}_WORKERS; ++i) sync.progress[i] = 0;\n"
-      "  sync.sequence = 0;\n  sync.run = 0;\n"
-      "  return ingot_plan_run_workers_(&walk, &sync, 0, 0, 1, NULL) == 0 ? 0 : 1;\n}}\n"
-      "\n_Static_assert(sizeof(((({p}_context_t*)0)->sync_)) == sizeof(ingot_plan_sync_t), \"sync words\");\n"
+      "{run_all}"
+      "}}\n"
+      "\n{sync_assert}"
       "int {p}_run_worker({p}_context_t* context, unsigned int worker, const void* const* inputs,\n"
       "                   void* const* outputs) {{\n"
       "  if (context == NULL || worker >= {P}_WORKERS) return 1;\n"
-      "{acheck}"
-      "{wcheck}"
-      "{iocheck}"
-      "{walk}"
-      "  ingot_plan_sync_t* sync = (ingot_plan_sync_t*)(void*)context->sync_;\n"
-      "  const int status = ingot_plan_run_workers_(&walk, sync, context->runs_[worker], worker, {P}_WORKERS, NULL);\n"
-      "  context->runs_[worker] += 1u;\n"
-      "  return status == 0 ? 0 : 1;\n}}\n",
+      "{run_one}"
+      "}}\n",
       fmt::arg("p", p), fmt::arg("P", P),
       fmt::arg("wcheck", has_weights ? "  if (context->weights == NULL) return 1;\n" : ""), fmt::arg("walk", walk),
       fmt::arg("acheck", m.arena_bytes > 0 ? "  if (context->arena == NULL) return 1;\n" : ""),
-      fmt::arg("iocheck", io_check));
+      fmt::arg("iocheck", io_check),
+      fmt::arg("run_all", multi ? fmt::format("  ingot_plan_sync_t sync;\n"
+                                              "  for (uint32_t i = 0; i < {P}_WORKERS; ++i) sync.progress[i] = 0;\n"
+                                              "  sync.sequence = 0;\n  sync.run = 0;\n"
+                                              "  return ingot_plan_run_workers_(&walk, &sync, 0, 0, 1, NULL) == 0 ? 0 : 1;\n",
+                                              fmt::arg("P", P))
+                                : fmt::format("  for (uint32_t s = 0; s < {}u; ++s) ingot_plan_run_step_(&walk, s);\n"
+                                              "  return 0;\n", m.steps.size())),
+      fmt::arg("sync_assert", multi ? fmt::format("_Static_assert(sizeof((({}_context_t*)0)->sync_) == sizeof(ingot_plan_sync_t), "
+                                                  "\"sync words\");\n", p)
+                                    : std::string()),
+      fmt::arg("run_one", multi ? fmt::format("{acheck}{wcheck}{iocheck}{walk}"
+                                              "  ingot_plan_sync_t* sync = (ingot_plan_sync_t*)(void*)context->sync_;\n"
+                                              "  const int status = ingot_plan_run_workers_(&walk, sync, context->runs_[worker], worker, "
+                                              "{P}_WORKERS, NULL);\n"
+                                              "  context->runs_[worker] += 1u;\n"
+                                              "  return status == 0 ? 0 : 1;\n",
+                                              fmt::arg("P", P), fmt::arg("walk", walk),
+                                              fmt::arg("wcheck", has_weights ? "  if (context->weights == NULL) return 1;\n" : ""),
+                                              fmt::arg("acheck", m.arena_bytes > 0 ? "  if (context->arena == NULL) return 1;\n" : ""),
+                                              fmt::arg("iocheck", io_check))
+                              : fmt::format("  return {}_invoke(context, inputs, outputs);\n", p)));
   return {c, h};
 }
 

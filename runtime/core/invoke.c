@@ -50,10 +50,16 @@ static ingot_status_t ingot_invoke_impl_(ingot_context_t* context, const void* c
 
   /* Every worker list on this thread, round-robin: a multi-worker plan computes the
    * same bits as on several threads (workers split only independent output tiles). */
+  ingot_plan_tables_t tables;
   ingot_plan_walk_t walk;
-  ingot_plan_walk_init_(&walk, m, context->arena, inputs, outputs);
+  ingot_plan_walk_init_(&walk, &tables, m, context->arena, inputs, outputs);
   walk.observer = observer;
   walk.observer_data = observer_data;
+  if (plan->worker_count == 1) {
+    /* One list: a plain step counter, no sync state (small stacks on microcontrollers). */
+    for (uint32_t s = 0; s < plan->step_count; ++s) ingot_plan_run_step_(&walk, s);
+    return INGOT_OK;
+  }
   ingot_plan_sync_t sync;
   memset(&sync, 0, sizeof(sync));
   if (ingot_plan_run_workers_(&walk, &sync, 0, 0, 1, NULL) != 0) return INGOT_MALFORMED;

@@ -40,9 +40,10 @@ static inline uint8_t* ingot_plan_resolve_(const ingot_binding_t* b, uint8_t* ar
   return b->offset == 0 ? base : base + (size_t)b->offset;
 }
 
-/* Everything a walk reads. Kernels come either from |kernels| (a C artifact's table)
- * or from |code_base| + |kernel_offsets| (a loaded module). */
-typedef struct ingot_plan_walk_t {
+/* The plan's constant tables. Kernels come either from |kernels| (a C artifact's
+ * table) or from |code_base| + |kernel_offsets| (a loaded module). A C artifact keeps
+ * this in read-only memory; a walk only points at it. */
+typedef struct ingot_plan_tables_t {
   const ingot_step_t* steps;
   const ingot_binding_t* bindings;
   const ingot_worker_t* workers;
@@ -50,6 +51,11 @@ typedef struct ingot_plan_walk_t {
   const ingot_kernel_fn_t* kernels;
   const uint8_t* code_base;
   const uint32_t* kernel_offsets;
+} ingot_plan_tables_t;
+
+/* One run's buffers over the tables. */
+typedef struct ingot_plan_walk_t {
+  const ingot_plan_tables_t* tables;
   uint8_t* arena;
   const uint8_t* constants;
   const void* const* inputs;
@@ -81,15 +87,16 @@ typedef struct ingot_plan_wait_t {
 
 /* A walk over a loaded module (runtime only: C artifacts fill their own). */
 #ifdef INGOT_RUNTIME_H_
-static inline void ingot_plan_walk_init_(ingot_plan_walk_t* w, const ingot_module_t* m, uint8_t* arena,
-                                         const void* const* inputs, void* const* outputs) {
-  w->steps = m->steps;
-  w->bindings = m->bindings;
-  w->workers = m->workers;
-  w->worker_count = m->plan->worker_count;
-  w->kernels = NULL;
-  w->code_base = m->code_base;
-  w->kernel_offsets = m->kernel_offsets;
+static inline void ingot_plan_walk_init_(ingot_plan_walk_t* w, ingot_plan_tables_t* t, const ingot_module_t* m,
+                                         uint8_t* arena, const void* const* inputs, void* const* outputs) {
+  t->steps = m->steps;
+  t->bindings = m->bindings;
+  t->workers = m->workers;
+  t->worker_count = m->plan->worker_count;
+  t->kernels = NULL;
+  t->code_base = m->code_base;
+  t->kernel_offsets = m->kernel_offsets;
+  w->tables = t;
   w->arena = arena;
   w->constants = m->constants;
   w->inputs = inputs;
@@ -109,21 +116,28 @@ static inline void ingot_plan_copy_bytes_(void* dst, const void* src, uint32_t n
 #define INGOT_PLAN_COPY(dst, src, n) ingot_plan_copy_bytes_((dst), (src), (n))
 #endif
 
+/* Bindings one step may have: a C artifact sets its plan's largest count, so the
+ * walker's pointer array takes no more stack than that plan needs. */
+#ifndef INGOT_PLAN_MAX_BINDINGS
+#define INGOT_PLAN_MAX_BINDINGS INGOT_MAX_BINDINGS_PER_STEP
+#endif
+
 /* Runs one DISPATCH or COPY step. */
 static inline void ingot_plan_run_step_(const ingot_plan_walk_t* w, uint32_t s) {
-  const ingot_step_t* step = &w->steps[s];
-  const ingot_binding_t* b = &w->bindings[step->binding_first];
+  const ingot_plan_tables_t* t = w->tables;
+  const ingot_step_t* step = &t->steps[s];
+  const ingot_binding_t* b = &t->bindings[step->binding_first];
   if (w->observer != NULL) w->observer(w->observer_data, s, 0);
   if (step->kind == INGOT_STEP_DISPATCH) {
-    void* buffers[INGOT_MAX_BINDINGS_PER_STEP];
+    void* buffers[INGOT_PLAN_MAX_BINDINGS];
     for (uint32_t i = 0; i < step->binding_count; ++i) {
       buffers[i] = ingot_plan_resolve_(&b[i], w->arena, w->constants, w->inputs, w->outputs);
     }
     ingot_kernel_fn_t fn;
-    if (w->kernels != NULL) {
-      fn = w->kernels[step->kernel];
+    if (t->kernels != NULL) {
+      fn = t->kernels[step->kernel];
     } else {
-      const uint8_t* entry = w->code_base + w->kernel_offsets[step->kernel];
+      const uint8_t* entry = t->code_base + t->kernel_offsets[step->kernel];
       __builtin_memcpy(&fn, &entry, sizeof(fn)); /* code address -> function pointer */
     }
     fn(buffers, step->wg_begin, step->wg_end);
@@ -145,18 +159,19 @@ static inline void ingot_plan_run_step_(const ingot_plan_walk_t* w, uint32_t s) 
 static inline int ingot_plan_run_workers_(const ingot_plan_walk_t* w, ingot_plan_sync_t* sync,
                                           uint32_t run, uint32_t first, uint32_t stride,
                                           const ingot_plan_wait_t* waiter) {
+  const ingot_plan_tables_t* t = w->tables;
   uint32_t cursor[INGOT_MAX_WORKERS];
-  for (uint32_t k = first; k < w->worker_count; k += stride) cursor[k] = 0;
+  for (uint32_t k = first; k < t->worker_count; k += stride) cursor[k] = 0;
   for (;;) {
     const uint32_t seen = __atomic_load_n(&sync->sequence, __ATOMIC_ACQUIRE);
     int progressed = 0, done = 1;
-    for (uint32_t k = first; k < w->worker_count; k += stride) {
-      const ingot_worker_t* worker = &w->workers[k];
+    for (uint32_t k = first; k < t->worker_count; k += stride) {
+      const ingot_worker_t* worker = &t->workers[k];
       while (cursor[k] < worker->step_count) {
         const uint32_t s = worker->step_first + cursor[k];
-        const ingot_step_t* step = &w->steps[s];
+        const ingot_step_t* step = &t->steps[s];
         if (step->kind == INGOT_STEP_WAIT) {
-          const uint32_t target = run * w->workers[step->kernel].signal_count + step->wg_end;
+          const uint32_t target = run * t->workers[step->kernel].signal_count + step->wg_end;
           const uint32_t now = __atomic_load_n(&sync->progress[step->kernel], __ATOMIC_ACQUIRE);
           if ((int32_t)(now - target) < 0) break; /* wrap-safe now < target */
         } else if (step->kind == INGOT_STEP_SIGNAL) {

@@ -40,6 +40,7 @@ struct ingot_hosted_context_t {
   _Alignas(64) uint32_t sync_sleepers;
   uint32_t stop;
   uint32_t run;
+  ingot_plan_tables_t tables;
   ingot_plan_walk_t walk;
 };
 
@@ -239,7 +240,7 @@ ingot_status_t ingot_hosted_invoke_observed(ingot_hosted_context_t* c, const voi
   if (m->plan->kernel_count > 0 && m->code_base == NULL) return INGOT_INVALID_ARGUMENT;
   if (m->constants_size > 0 && m->constants == NULL) return INGOT_INVALID_ARGUMENT;
 
-  ingot_plan_walk_init_(&c->walk, m, c->core.arena, inputs, outputs);
+  ingot_plan_walk_init_(&c->walk, &c->tables, m, c->core.arena, inputs, outputs);
   c->walk.observer = observer;
   c->walk.observer_data = observer_data;
   __atomic_store_n(&c->done_count, 0u, __ATOMIC_RELAXED);
