@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/driver/version.h"
 #include "compiler/emit/module_writer.h"
 #include "compiler/ir/error.h"
 #include "tools/commands.h"
@@ -489,6 +490,18 @@ TEST(ToolsCli, HelpAndUsageErrors) {
   EXPECT_EQ(r.status, kExitError);
   EXPECT_TRUE(contains(r.err, "/nonexistent/m.ingot")) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(ToolsCli, Version) {
+  Result r = ingot({"--version"});
+  EXPECT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_EQ(r.out.rfind(std::string("ingot ") + driver::compiler_version() + "\n", 0), 0u) << r.out;
+  EXPECT_TRUE(contains(r.out, fmt::format("module format version {}, runtime ABI version {}",
+                                          INGOT_MODULE_FORMAT_VERSION, INGOT_ABI_VERSION)))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "built with ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "-std=")) << r.out;
 }
 
 TEST(ToolsCli, ParseInputShape) {

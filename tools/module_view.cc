@@ -247,13 +247,21 @@ ModuleFile::ModuleFile(std::string path) : path_(std::move(path)) {
 
 HostedModule::HostedModule(std::string path) : path_(std::move(path)) {
   char error[512] = {0};
-  ingot_status_t status =
-      ingot_hosted_module_load_file(path_.c_str(), &hosted_, error, sizeof(error));
+  finish_load(ingot_hosted_module_load_file(path_.c_str(), &hosted_, error, sizeof(error)), error);
+}
+
+HostedModule::HostedModule(const void* data, size_t size, std::string label) : path_(std::move(label)) {
+  char error[512] = {0};
+  finish_load(ingot_hosted_module_load_memory(data, size, path_.c_str(), &hosted_, error, sizeof(error)),
+              error);
+}
+
+void HostedModule::finish_load(ingot_status_t status, const char* error) {
   if (status != INGOT_OK) {
     hosted_ = {};
     // The hosted loader's message already names the file and the problem.
-    if (error[0] != '\0') fail("{}", error);
-    fail("{}", load_error(path_, status, nullptr));
+    if (error[0] != '\0') throw StatusError(status, error);
+    throw StatusError(status, load_error(path_, status, nullptr));
   }
   if (!is_complete(hosted_.module)) {
     ingot_hosted_module_unload(&hosted_);
