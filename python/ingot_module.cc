@@ -444,54 +444,62 @@ py::object compile(const py::object& model, const std::string& target, int worke
   if (to_bytes && weights == "external") {
     raise_value_error("ingot.compile: weights='external' writes a file beside the module; give output=PATH");
   }
-  TempDir temp;
-  tools::CompileArgs args;
-  if (py::isinstance<py::str>(model) || py::hasattr(model, "__fspath__")) {
-    args.model = fspath(model);
-  } else if (py::hasattr(model, "SerializeToString")) {
-    args.model = (temp.path() / "model.onnx").string();
-    write_bytes(args.model, py::bytes(model.attr("SerializeToString")()));
-  } else {
-    throw py::type_error(fmt::format("ingot.compile: expected a path to an .onnx file or an onnx.ModelProto, got {}",
-                                     std::string(py::str(py::type::of(model).attr("__name__")))));
-  }
-  args.output = to_bytes ? (temp.path() / "model.ingot").string() : fspath(output);
-  args.target = target;
-  args.output_format = output_format;
-  args.weights = weights;
-  args.opt = py::str(opt);
-  args.strip = strip;
-  if (!input_shapes.is_none()) {
-    if (py::isinstance<py::dict>(input_shapes)) {
-      for (const auto& [name, dims] : py::reinterpret_borrow<py::dict>(input_shapes)) {
-        args.input_shapes.push_back(input_shape_text(py::str(name), dims));
-      }
+  try {
+    TempDir temp;
+    tools::CompileArgs args;
+    if (py::isinstance<py::str>(model) || py::hasattr(model, "__fspath__")) {
+      args.model = fspath(model);
+    } else if (py::hasattr(model, "SerializeToString")) {
+      args.model = (temp.path() / "model.onnx").string();
+      write_bytes(args.model, py::bytes(model.attr("SerializeToString")()));
     } else {
-      for (const py::handle& text : py::reinterpret_borrow<py::iterable>(input_shapes)) {
-        args.input_shapes.push_back(py::str(text));
+      throw py::type_error(fmt::format("ingot.compile: expected a path to an .onnx file or an onnx.ModelProto, got {}",
+                                       std::string(py::str(py::type::of(model).attr("__name__")))));
+    }
+    args.output = to_bytes ? (temp.path() / "model.ingot").string() : fspath(output);
+    args.target = target;
+    args.output_format = output_format;
+    args.weights = weights;
+    args.opt = py::str(opt);
+    args.strip = strip;
+    if (!input_shapes.is_none()) {
+      if (py::isinstance<py::dict>(input_shapes)) {
+        for (const auto& [name, dims] : py::reinterpret_borrow<py::dict>(input_shapes)) {
+          args.input_shapes.push_back(input_shape_text(py::str(name), dims));
+        }
+      } else {
+        for (const py::handle& text : py::reinterpret_borrow<py::iterable>(input_shapes)) {
+          args.input_shapes.push_back(py::str(text));
+        }
       }
     }
-  }
-  if (py::isinstance<py::str>(dump_after)) {
-    args.dump_after.push_back(py::str(dump_after));
-  } else if (!dump_after.is_none()) {
-    for (const py::handle& pass : py::reinterpret_borrow<py::iterable>(dump_after)) args.dump_after.push_back(py::str(pass));
-  }
-  args.time_passes = time_passes;
-  args.cc = cc.value_or("");
-  args.keep_temps = keep_temps;
+    if (py::isinstance<py::str>(dump_after)) {
+      args.dump_after.push_back(py::str(dump_after));
+    } else if (!dump_after.is_none()) {
+      for (const py::handle& pass : py::reinterpret_borrow<py::iterable>(dump_after)) {
+        args.dump_after.push_back(py::str(pass));
+      }
+    }
+    args.time_passes = time_passes;
+    args.cc = cc.value_or("");
+    args.keep_temps = keep_temps;
 
-  try {
     driver::CompileOptions options = tools::compile_options(args);
     // Plans have one worker; a build whose compiler splits work over workers takes the
     // count here as its --workers flag does.
     if (workers != 1) fail("--workers={}: this build writes single-worker plans (workers=1)", workers);
+    std::string bytes;
     {
       py::gil_scoped_release released;
       driver::compile(options);
+      if (to_bytes) bytes = read_bytes(args.output);
     }
     if (!to_bytes) return output;
-    return py::bytes(read_bytes(args.output));
+    return py::bytes(bytes);
+  } catch (const py::error_already_set&) {
+    throw;  // a Python exception (from the model object, a path, ...) stays what it is
+  } catch (const py::builtin_exception&) {
+    throw;  // TypeError, ValueError raised above
   } catch (const std::bad_alloc&) {
     throw;
   } catch (const std::exception& e) {
@@ -555,8 +563,9 @@ PYBIND11_MODULE(ingot, m) {
            "Times |iterations| runs after |warmup| untimed ones, on seeded random inputs (as `ingot bench`)\n"
            "or on the given arrays. Returns the dict `ingot bench --json` prints (times in microseconds).")
       .def("__repr__", [](const Module& self) {
-        return fmt::format("<ingot.Module {}: {} inputs, {} outputs>", self.label(), self.inputs().size(),
-                           self.outputs().size());
+        const size_t n = self.inputs().size(), k = self.outputs().size();
+        return fmt::format("<ingot.Module {}: {} input{}, {} output{}>", self.label(), n, n == 1 ? "" : "s", k,
+                           k == 1 ? "" : "s");
       });
 
   m.def("load", &load, py::arg("source"),

@@ -107,7 +107,7 @@ def test_compile_to_a_path(models, tmp_path):
         m = ingot.load(source)
         assert m.path == str(out)
         close(m(*models["cnn"].inputs)[0], models["cnn"].outputs[0], atol=1e-4)
-    assert repr(ingot.load(out)) == f"<ingot.Module {out}: 1 inputs, 1 outputs>"
+    assert repr(ingot.load(out)) == f"<ingot.Module {out}: 1 input, 1 output>"
 
 
 def test_load_from_bytearray_and_memoryview(mlp_bytes, models):
