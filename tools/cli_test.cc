@@ -285,6 +285,31 @@ TEST_F(ToolsCliTest, MalformedModuleIsAnError) {
   EXPECT_TRUE(contains(r.err, "none.ingot")) << r.err;
 }
 
+TEST_F(ToolsCliTest, OtherVersionsAreNamedByEveryCommand) {
+  const std::vector<uint8_t> good = read_file(module_);
+  for (int field : {0, 1}) {
+    std::vector<uint8_t> bytes = good;
+    auto* header = reinterpret_cast<ingot_module_header_t*>(bytes.data());
+    std::string want;
+    if (field == 0) {
+      header->abi_version = INGOT_ABI_VERSION + 3;
+      want = fmt::format("module runtime ABI version {}, this runtime implements {}", INGOT_ABI_VERSION + 3,
+                         INGOT_ABI_VERSION);
+    } else {
+      header->format_version = INGOT_MODULE_FORMAT_VERSION + 3;
+      want = fmt::format("module format version {}, this runtime reads {}", INGOT_MODULE_FORMAT_VERSION + 3,
+                         INGOT_MODULE_FORMAT_VERSION);
+    }
+    PendingFile(path("other.ingot"), bytes).commit();
+    for (const char* command : {"run", "inspect", "bench"}) {
+      Result r = std::string(command) == "run" ? ingot({command, path("other.ingot"), kInput})
+                                               : ingot({command, path("other.ingot")});
+      EXPECT_EQ(r.status, kExitError) << command;
+      EXPECT_EQ(r.err, "error: '" + path("other.ingot") + "': " + want + "\n") << command;
+    }
+  }
+}
+
 // ---- inspect -----------------------------------------------------------------------
 
 TEST_F(ToolsCliTest, InspectText) {

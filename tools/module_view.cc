@@ -241,7 +241,19 @@ ModuleFile::ModuleFile(std::string path) : path_(std::move(path)) {
   static const uint64_t kEmpty = 0;
   const void* data = bytes_.empty() ? static_cast<const void*>(&kEmpty) : bytes_.data();
   ingot_status_t status = ingot_module_load(data, bytes_.size(), &module_);
-  if (status != INGOT_OK) fail("{}", load_error(path_, status, module_.error_detail));
+  if (status == INGOT_VERSION_MISMATCH && bytes_.size() >= sizeof(ingot_module_header_t)) {
+    // The loader reports a version only after reading a whole header: name both numbers,
+    // as the hosted loader does.
+    ingot_module_header_t header;
+    std::memcpy(&header, bytes_.data(), sizeof(header));
+    if (header.format_version != INGOT_MODULE_FORMAT_VERSION) {
+      throw StatusError(status, fmt::format("'{}': module format version {}, this runtime reads {}", path_,
+                                            header.format_version, INGOT_MODULE_FORMAT_VERSION));
+    }
+    throw StatusError(status, fmt::format("'{}': module runtime ABI version {}, this runtime implements {}", path_,
+                                          header.abi_version, INGOT_ABI_VERSION));
+  }
+  if (status != INGOT_OK) throw StatusError(status, load_error(path_, status, module_.error_detail));
   if (!is_complete(module_)) fail_incomplete(path_);
 }
 
