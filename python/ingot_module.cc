@@ -67,8 +67,8 @@ PyObject* new_exception(py::module_& m, const char* name, std::vector<PyObject*>
 }
 
 void create_exceptions(py::module_& m) {
-  exceptions.error = new_exception(m, "Error", {PyExc_Exception}, "Base of every error ingot raises itself.",
-                                   std::nullopt);
+  exceptions.error =
+      new_exception(m, "Error", {PyExc_Exception}, "Base of every error ingot raises itself.", std::nullopt);
   exceptions.compile_error = new_exception(
       m, "CompileError", {exceptions.error},
       "ingot.compile failed; the message is the line `ingot compile` prints after 'error: '.", std::nullopt);
@@ -111,12 +111,18 @@ void create_exceptions(py::module_& m) {
 
 py::dtype numpy_dtype(ingot_dtype_t dtype) {
   switch (dtype) {
-    case INGOT_DTYPE_F32: return py::dtype("float32");
-    case INGOT_DTYPE_I64: return py::dtype("int64");
-    case INGOT_DTYPE_I32: return py::dtype("int32");
-    case INGOT_DTYPE_BOOL: return py::dtype("bool");
-    case INGOT_DTYPE_U8: return py::dtype("uint8");
-    case INGOT_DTYPE_I8: return py::dtype("int8");
+    case INGOT_DTYPE_F32:
+      return py::dtype("float32");
+    case INGOT_DTYPE_I64:
+      return py::dtype("int64");
+    case INGOT_DTYPE_I32:
+      return py::dtype("int32");
+    case INGOT_DTYPE_BOOL:
+      return py::dtype("bool");
+    case INGOT_DTYPE_U8:
+      return py::dtype("uint8");
+    case INGOT_DTYPE_I8:
+      return py::dtype("int8");
   }
   throw Error(fmt::format("the module uses dtype #{}, which this module does not know", static_cast<int>(dtype)));
 }
@@ -177,8 +183,8 @@ BoundInputs bind_inputs(const std::vector<TensorInfo>& signature, const py::sequ
       }
     }
     const int flags = py::array::c_style;
-    const bool ready = (array.flags() & flags) == flags &&
-                       (array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0;
+    const bool ready =
+        (array.flags() & flags) == flags && (array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0;
     if (!ready) array = numpy.attr("array")(array, py::arg("order") = "C", py::arg("copy") = true);
     bound.pointers.push_back(array.data());
     bound.arrays.push_back(std::move(array));
@@ -298,8 +304,8 @@ class Module {
     }
     auto context = std::make_unique<Context>();
     context->arena = tools::AlignedBuffer(arena_bytes_);
-    const ingot_status_t status = ingot_context_initialize(&module(), context->arena.data(), context->arena.size(),
-                                                           &context->context);
+    const ingot_status_t status =
+        ingot_context_initialize(&module(), context->arena.data(), context->arena.size(), &context->context);
     if (status != INGOT_OK) {
       try {
         tools::check_context_status(status, label(), context->arena.size());
@@ -391,7 +397,8 @@ class TempDir {
  public:
   TempDir() {
     std::string pattern = (fs::temp_directory_path() / "ingot-py-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) fail("cannot create a temporary folder in {}", fs::temp_directory_path().string());
+    if (::mkdtemp(pattern.data()) == nullptr)
+      fail("cannot create a temporary folder in {}", fs::temp_directory_path().string());
     path_ = pattern;
   }
   ~TempDir() {
@@ -424,8 +431,8 @@ std::string input_shape_text(const std::string& name, const py::handle& dims) {
   std::string text;
   for (const py::handle& d : py::reinterpret_borrow<py::iterable>(dims)) {
     if (!py::isinstance<py::int_>(d)) {
-      throw py::type_error(fmt::format("input_shapes['{}']: dimensions must be integers, got {}", name,
-                                       std::string(py::repr(d))));
+      throw py::type_error(
+          fmt::format("input_shapes['{}']: dimensions must be integers, got {}", name, std::string(py::repr(d))));
     }
     text += (text.empty() ? "" : "x") + std::string(py::str(d));
   }
@@ -548,8 +555,9 @@ PYBIND11_MODULE(ingot, m) {
                      "Thread-safe: calls from several threads run at once, each on a context (arena) of its own.")
       .def_property_readonly("inputs", [](const Module& self) { return self.inputs(); })
       .def_property_readonly("outputs", [](const Module& self) { return self.outputs(); })
-      .def_property_readonly("path", [](const Module& self) { return self.path(); },
-                             "The file the module was loaded from; None when loaded from bytes.")
+      .def_property_readonly(
+          "path", [](const Module& self) { return self.path(); },
+          "The file the module was loaded from; None when loaded from bytes.")
       .def_property_readonly("arena_bytes", &Module::arena_bytes, "Bytes of arena each context holds.")
       .def_property_readonly("context_count", &Module::context_count,
                              "Contexts created so far: as many as calls ever ran at the same time.")

@@ -37,11 +37,11 @@ LatencyStats time_invocations(Invoke&& invoke, int iterations, int warmup) {
 
 // What a report says besides the statistics.
 struct BenchSetup {
-  std::string module;       // the file, or what stands for it
+  std::string module;  // the file, or what stands for it
   int iterations = 0;
   int warmup = 0;
   bool random_inputs = false;
-  uint64_t seed = 0;        // reported for random inputs only
+  uint64_t seed = 0;  // reported for random inputs only
   size_t arena_bytes = 0;
 };
 

@@ -50,14 +50,14 @@ static int report(const char* what, const float* got, const float* want) {
 }
 
 /* Each C model brings its own context type and entry points, all named after it. */
-#define RUN_C_MODEL(name, NAME, input, output, status)                                            \
-  do {                                                                                           \
+#define RUN_C_MODEL(name, NAME, input, output, status)                                                   \
+  do {                                                                                                   \
     static unsigned char arena_[NAME##_ARENA_SIZE + 1] __attribute__((aligned(NAME##_ARENA_ALIGNMENT))); \
-    name##_context_t context_;                                                                   \
-    const void* inputs_[1] = {input};                                                            \
-    void* outputs_[1] = {output};                                                                \
-    status = name##_initialize(&context_, arena_, sizeof arena_, NULL, 0);                       \
-    if (status == 0) status = name##_invoke(&context_, inputs_, outputs_);                       \
+    name##_context_t context_;                                                                           \
+    const void* inputs_[1] = {input};                                                                    \
+    void* outputs_[1] = {output};                                                                        \
+    status = name##_initialize(&context_, arena_, sizeof arena_, NULL, 0);                               \
+    if (status == 0) status = name##_invoke(&context_, inputs_, outputs_);                               \
   } while (0)
 
 int main(int argc, char** argv) {
