@@ -9,6 +9,7 @@ PACKAGES=(
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
   python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-sklearn
+  python3-dev pybind11-dev python3-pybind11 python3-pytest pkg-config
   clang-14 libclang-rt-14-dev
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 )

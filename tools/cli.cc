@@ -8,13 +8,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compiler/driver/version.h"
 #include "compiler/ir/error.h"
 #include "tools/commands.h"
 
 namespace ingot::tools {
-namespace {
 
-// Errors are one line each, whatever the message holds.
 std::string one_line(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   std::string out;
@@ -27,8 +26,6 @@ std::string one_line(std::string text) {
   }
   return out;
 }
-
-}  // namespace
 
 void reject_flag_like(std::string_view option, const std::string& value) {
   if (!value.empty() && value.front() == '-') {
@@ -44,6 +41,8 @@ int ingot_main(int argc, const char* const* argv, std::ostream& out, std::ostrea
                  "its .ingot modules",
                  "ingot"};
     app.require_subcommand(1);
+    app.set_version_flag("--version", driver::version_text(),
+                         "Print the compiler version, the module ABI version and the build's flags");
     app.footer("Exit status: 0 success, 1 an output does not match --expected-output, "
                "2 any error.\nRun 'ingot COMMAND --help' for the flags of a command.");
     std::map<std::string, CommandFn> commands;

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/driver/version.h"
 #include "compiler/emit/module_writer.h"
 #include "compiler/ir/error.h"
 #include "tools/commands.h"
@@ -284,6 +285,31 @@ TEST_F(ToolsCliTest, MalformedModuleIsAnError) {
   EXPECT_TRUE(contains(r.err, "none.ingot")) << r.err;
 }
 
+TEST_F(ToolsCliTest, OtherVersionsAreNamedByEveryCommand) {
+  const std::vector<uint8_t> good = read_file(module_);
+  for (int field : {0, 1}) {
+    std::vector<uint8_t> bytes = good;
+    auto* header = reinterpret_cast<ingot_module_header_t*>(bytes.data());
+    std::string want;
+    if (field == 0) {
+      header->abi_version = INGOT_ABI_VERSION + 3;
+      want = fmt::format("module runtime ABI version {}, this runtime implements {}", INGOT_ABI_VERSION + 3,
+                         INGOT_ABI_VERSION);
+    } else {
+      header->format_version = INGOT_MODULE_FORMAT_VERSION + 3;
+      want = fmt::format("module format version {}, this runtime reads {}", INGOT_MODULE_FORMAT_VERSION + 3,
+                         INGOT_MODULE_FORMAT_VERSION);
+    }
+    PendingFile(path("other.ingot"), bytes).commit();
+    for (const char* command : {"run", "inspect", "bench"}) {
+      Result r = std::string(command) == "run" ? ingot({command, path("other.ingot"), kInput})
+                                               : ingot({command, path("other.ingot")});
+      EXPECT_EQ(r.status, kExitError) << command;
+      EXPECT_EQ(r.err, "error: '" + path("other.ingot") + "': " + want + "\n") << command;
+    }
+  }
+}
+
 // ---- inspect -----------------------------------------------------------------------
 
 TEST_F(ToolsCliTest, InspectText) {
@@ -489,6 +515,18 @@ TEST(ToolsCli, HelpAndUsageErrors) {
   EXPECT_EQ(r.status, kExitError);
   EXPECT_TRUE(contains(r.err, "/nonexistent/m.ingot")) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(ToolsCli, Version) {
+  Result r = ingot({"--version"});
+  EXPECT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_EQ(r.out.rfind(std::string("ingot ") + driver::compiler_version() + "\n", 0), 0u) << r.out;
+  EXPECT_TRUE(contains(r.out, fmt::format("module format version {}, runtime ABI version {}",
+                                          INGOT_MODULE_FORMAT_VERSION, INGOT_ABI_VERSION)))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "built with ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "-std=")) << r.out;
 }
 
 TEST(ToolsCli, ParseInputShape) {

@@ -15,6 +15,7 @@
 
 #include "compiler/emit/output_files.h"
 #include "compiler/ir/error.h"
+#include "tools/bench.h"
 #include "tools/commands.h"
 #include "tools/module_view.h"
 #include "tools/peak_flops.h"
@@ -236,44 +237,26 @@ int run_bench(const BenchArgs& args, Streams& streams) {
   std::vector<Tensor> inputs;
   const bool random_inputs = args.inputs.empty() && !session.inputs().empty();
   if (random_inputs) {
-    std::mt19937_64 rng(args.seed);
-    for (const TensorInfo& info : session.inputs()) inputs.push_back(random_tensor(info, rng));
+    inputs = random_tensors(session.inputs(), args.seed);
   } else {
     inputs = load_tensors("input", "--input", args.inputs, session.inputs());
   }
   session.set_inputs(inputs);
 
-  for (int i = 0; i < args.warmup; ++i) session.invoke();
-  std::vector<double> micros;
-  micros.reserve(static_cast<size_t>(args.iterations));
-  for (int i = 0; i < args.iterations; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    session.invoke();
-    const auto end = std::chrono::steady_clock::now();
-    micros.push_back(std::chrono::duration<double, std::micro>(end - start).count());
-  }
-  const LatencyStats stats = summarize(micros);
+  const LatencyStats stats = time_invocations([&session] { session.invoke(); }, args.iterations, args.warmup);
   if (!args.trace.empty()) write_trace(session, args.trace);
 
   if (args.json) {
-    nlohmann::ordered_json report = {
-        {"module", args.module},
-        {"iterations", args.iterations},
-        {"warmup", args.warmup},
-        {"inputs", random_inputs ? "random" : "given"},
-        {"arena_bytes", session.arena_size()},
-        {"workers", session.module().plan->worker_count},
-        {"threads", session.threads()},
-        {"unit", "us"},
-        {"min", stats.min},
-        {"median", stats.median},
-        {"p90", stats.p90},
-        {"p99", stats.p99},
-        {"max", stats.max},
-        {"mean", stats.mean},
-        {"stddev", stats.stddev},
-    };
-    if (random_inputs) report["seed"] = args.seed;
+    BenchSetup setup;
+    setup.module = args.module;
+    setup.iterations = args.iterations;
+    setup.warmup = args.warmup;
+    setup.random_inputs = random_inputs;
+    setup.seed = args.seed;
+    setup.arena_bytes = session.arena_size();
+    setup.workers = session.module().plan->worker_count;
+    setup.threads = session.threads();
+    nlohmann::ordered_json report = bench_json(setup, stats);
     if (args.per_step) {
       report["per_step"] = step_report_json(profile_steps(session, std::max(1, args.iterations / 4), args.peak_gflops));
     }

@@ -17,23 +17,14 @@
 namespace ingot::tools {
 namespace {
 
-struct CompileArgs {
-  std::string model;
-  std::string output;
-  std::string target = "host";
-  std::string output_format = "module";
-  std::string weights = "embed";
-  std::string opt = "2";
-  bool strip = false;
-  std::vector<std::string> dump_after;
-  bool time_passes = false;
-  std::vector<std::string> input_shapes;
-  std::string cc;  // empty: the target's C compiler
-  bool keep_temps = false;
-  std::string workers = "1";
-};
-
 int run_compile(const CompileArgs& args) {
+  driver::compile(compile_options(args));
+  return kExitOk;
+}
+
+}  // namespace
+
+driver::CompileOptions compile_options(const CompileArgs& args) {
   reject_flag_like("-o", args.output);
   if (!args.cc.empty()) reject_flag_like("--cc", args.cc);
   driver::CompileOptions options;
@@ -61,11 +52,8 @@ int run_compile(const CompileArgs& args) {
   options.keep_temps = args.keep_temps;
   options.workers = parse_workers(args.workers);
   if (args.output.empty()) fail("-o: empty output path");
-  driver::compile(options);
-  return kExitOk;
+  return options;
 }
-
-}  // namespace
 
 driver::InputShapeOverride parse_input_shape(std::string_view text) {
   const size_t colon = text.rfind(':');

@@ -5,7 +5,9 @@
 #include <functional>
 #include <ostream>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -28,6 +30,29 @@ struct Streams {
 using CommandFn = std::function<int(Streams&)>;
 
 CommandFn add_compile_command(CLI::App& app);
+
+// The arguments of `ingot compile` as given (strings and switches), before checking.
+// The Python module's ingot.compile fills the same struct.
+struct CompileArgs {
+  std::string model;
+  std::string output;
+  std::string target = "host";
+  std::string output_format = "module";
+  std::string weights = "embed";
+  std::string opt = "2";  // the value of -O: "0", "2" or "s"
+  bool strip = false;
+  std::vector<std::string> dump_after;
+  bool time_passes = false;
+  std::vector<std::string> input_shapes;  // "NAME:DIMS" each
+  std::string cc;                         // empty: the target's C compiler
+  bool keep_temps = false;
+  std::string workers = "1";              // the value of --workers: a count or "host"
+};
+
+// Checks |args| and turns them into the driver's options: -O level, --input-shape
+// values (each name once), --dump-after names not empty, -o and --cc not flag-like nor
+// empty. Throws ingot::Error naming the flag.
+driver::CompileOptions compile_options(const CompileArgs& args);
 CommandFn add_run_command(CLI::App& app);
 CommandFn add_bench_command(CLI::App& app);
 CommandFn add_inspect_command(CLI::App& app);

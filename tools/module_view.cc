@@ -242,19 +242,39 @@ ModuleFile::ModuleFile(std::string path) : path_(std::move(path)) {
   static const uint64_t kEmpty = 0;
   const void* data = bytes_.empty() ? static_cast<const void*>(&kEmpty) : bytes_.data();
   ingot_status_t status = ingot_module_load(data, bytes_.size(), &module_);
-  if (status != INGOT_OK) fail("{}", load_error(path_, status, module_.error_detail));
+  if (status == INGOT_VERSION_MISMATCH && bytes_.size() >= sizeof(ingot_module_header_t)) {
+    // The loader reports a version only after reading a whole header: name both numbers,
+    // as the hosted loader does.
+    ingot_module_header_t header;
+    std::memcpy(&header, bytes_.data(), sizeof(header));
+    if (header.format_version != INGOT_MODULE_FORMAT_VERSION) {
+      throw StatusError(status, fmt::format("'{}': module format version {}, this runtime reads {}", path_,
+                                            header.format_version, INGOT_MODULE_FORMAT_VERSION));
+    }
+    throw StatusError(status, fmt::format("'{}': module runtime ABI version {}, this runtime implements {}", path_,
+                                          header.abi_version, INGOT_ABI_VERSION));
+  }
+  if (status != INGOT_OK) throw StatusError(status, load_error(path_, status, module_.error_detail));
   if (!is_complete(module_)) fail_incomplete(path_);
 }
 
 HostedModule::HostedModule(std::string path) : path_(std::move(path)) {
   char error[512] = {0};
-  ingot_status_t status =
-      ingot_hosted_module_load_file(path_.c_str(), &hosted_, error, sizeof(error));
+  finish_load(ingot_hosted_module_load_file(path_.c_str(), &hosted_, error, sizeof(error)), error);
+}
+
+HostedModule::HostedModule(const void* data, size_t size, std::string label) : path_(std::move(label)) {
+  char error[512] = {0};
+  finish_load(ingot_hosted_module_load_memory(data, size, path_.c_str(), &hosted_, error, sizeof(error)),
+              error);
+}
+
+void HostedModule::finish_load(ingot_status_t status, const char* error) {
   if (status != INGOT_OK) {
     hosted_ = {};
     // The hosted loader's message already names the file and the problem.
-    if (error[0] != '\0') fail("{}", error);
-    fail("{}", load_error(path_, status, nullptr));
+    if (error[0] != '\0') throw StatusError(status, error);
+    throw StatusError(status, load_error(path_, status, nullptr));
   }
   if (!is_complete(hosted_.module)) {
     ingot_hosted_module_unload(&hosted_);

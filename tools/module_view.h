@@ -10,6 +10,8 @@
 #include "ingot/runtime.h"
 #include "ingot/hosted.h"
 
+#include "compiler/ir/error.h"
+
 namespace ingot::tools {
 
 struct TensorInfo {
@@ -92,12 +94,27 @@ class ModuleFile {
   ingot_module_t module_{};
 };
 
-// A module loaded for execution with ingot_hosted_module_load_file; unloaded on
-// destruction.
+// A failure the runtime reported with a status code (ingot_status_t), with the
+// runtime's one-line message; loaders and invocations throw it so that callers (the
+// Python module) can tell the codes apart.
+class StatusError : public Error {
+ public:
+  StatusError(ingot_status_t status, const std::string& message) : Error(message), status_(status) {}
+  ingot_status_t status() const { return status_; }
+
+ private:
+  ingot_status_t status_;
+};
+
+// A module loaded for execution with the hosted runtime; unloaded on destruction.
 class HostedModule {
  public:
-  // Throws ingot::Error naming |path| and what is wrong.
+  // Loads the file at |path| (ingot_hosted_module_load_file). Throws StatusError naming
+  // |path| and what is wrong.
   explicit HostedModule(std::string path);
+  // Loads |size| bytes at |data| (ingot_hosted_module_load_memory; the bytes are copied);
+  // |label| names them in messages. Throws StatusError.
+  HostedModule(const void* data, size_t size, std::string label);
   ~HostedModule();
   HostedModule(const HostedModule&) = delete;
   HostedModule& operator=(const HostedModule&) = delete;
@@ -106,6 +123,8 @@ class HostedModule {
   const ingot_module_t& module() const { return hosted_.module; }
 
  private:
+  void finish_load(ingot_status_t status, const char* error);
+
   std::string path_;
   ingot_hosted_module_t hosted_{};
 };

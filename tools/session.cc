@@ -16,7 +16,8 @@ std::string describe(std::string_view role, size_t index, const TensorInfo& info
   return fmt::format("{} {} ('{}')", role, index, info.name);
 }
 
-// "1 input (0 'input': 1x64xf32)" / "2 outputs (0 'a': f32, 1 'b': 2xi64)"
+}  // namespace
+
 std::string describe_signature(std::string_view role, const std::vector<TensorInfo>& signature) {
   std::string list;
   for (size_t i = 0; i < signature.size(); ++i) {
@@ -27,7 +28,18 @@ std::string describe_signature(std::string_view role, const std::vector<TensorIn
                      list.empty() ? "" : " (" + list + ")");
 }
 
-}  // namespace
+void check_invoke_status(ingot_status_t status, std::string_view label) {
+  if (status != INGOT_OK) {
+    throw StatusError(status, fmt::format("invoking '{}' failed: {}", label, ingot_status_string(status)));
+  }
+}
+
+void check_context_status(ingot_status_t status, std::string_view label, size_t arena_size) {
+  if (status != INGOT_OK) {
+    throw StatusError(status, fmt::format("cannot initialize a context for '{}' (arena of {} bytes): {}", label,
+                                          arena_size, ingot_status_string(status)));
+  }
+}
 
 AlignedBuffer::AlignedBuffer(size_t size) : size_(size) {
   const size_t alignment = INGOT_ARENA_ALIGNMENT;
@@ -41,9 +53,13 @@ AlignedBuffer::AlignedBuffer(size_t size) : size_(size) {
 void check_tensor(std::string_view role, size_t index, const TensorInfo& expected,
                   const Tensor& got) {
   if (got.dtype != expected.dtype || got.dims != expected.dims) {
-    fail("{}: expected {}, got {}", describe(role, index, expected), expected.type(),
-         format_type(got.dims, got.dtype));
+    fail_tensor_type(role, index, expected, format_type(got.dims, got.dtype));
   }
+}
+
+void fail_tensor_type(std::string_view role, size_t index, const TensorInfo& expected,
+                      std::string_view got) {
+  fail("{}: expected {}, got {}", describe(role, index, expected), expected.type(), got);
 }
 
 std::vector<Tensor> load_tensors(std::string_view role, std::string_view flag,
@@ -89,19 +105,22 @@ Tensor random_tensor(const TensorInfo& info, std::mt19937_64& rng) {
   return tensor;
 }
 
+std::vector<Tensor> random_tensors(const std::vector<TensorInfo>& signature, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> tensors;
+  for (const TensorInfo& info : signature) tensors.push_back(random_tensor(info, rng));
+  return tensors;
+}
+
 Session::Session(const std::string& path, uint32_t threads) : module_(path) {
   inputs_ = module_inputs(module());
   outputs_ = module_outputs(module());
   arena_ = AlignedBuffer(ingot_module_arena_size(&module()));
-  ingot_status_t status =
-      ingot_context_initialize(&module(), arena_.data(), arena_.size(), &context_);
-  if (status != INGOT_OK) {
-    fail("cannot initialize a context for '{}' (arena of {} bytes): {}", path, arena_.size(),
-         ingot_status_string(status));
-  }
+  check_context_status(ingot_context_initialize(&module(), arena_.data(), arena_.size(), &context_),
+                       path, arena_.size());
   const uint32_t workers = module().plan->worker_count;
   if (workers > 1 && threads != 1) {
-    status = ingot_hosted_context_create(&module(), threads, &threaded_);
+    const ingot_status_t status = ingot_hosted_context_create(&module(), threads, &threaded_);
     if (status != INGOT_OK) {
       fail("cannot start {} threads for '{}': {}", threads == 0 ? workers : threads, path, ingot_status_string(status));
     }
@@ -136,18 +155,14 @@ uint32_t Session::threads() const { return threaded_ ? ingot_hosted_context_thre
 void Session::invoke() {
   ingot_status_t status = threaded_ ? ingot_hosted_invoke(threaded_, input_pointers_.data(), output_pointers_.data())
                                     : ingot_invoke(&context_, input_pointers_.data(), output_pointers_.data());
-  if (status != INGOT_OK) {
-    fail("invoking '{}' failed: {}", path(), ingot_status_string(status));
-  }
+  check_invoke_status(status, path());
 }
 
 void Session::invoke_observed(ingot_step_observer_t observer, void* data) {
   ingot_status_t status =
       threaded_ ? ingot_hosted_invoke_observed(threaded_, input_pointers_.data(), output_pointers_.data(), observer, data)
                 : ingot_invoke_observed(&context_, input_pointers_.data(), output_pointers_.data(), observer, data);
-  if (status != INGOT_OK) {
-    fail("invoking '{}' failed: {}", path(), ingot_status_string(status));
-  }
+  check_invoke_status(status, path());
 }
 
 Tensor Session::output(size_t index) const {

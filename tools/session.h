@@ -36,6 +36,17 @@ class AlignedBuffer {
 // |got| does not have |expected|'s dtype and shape.
 void check_tensor(std::string_view role, size_t index, const TensorInfo& expected,
                   const Tensor& got);
+// Throws that error with |got| as the type found ("1x63xf32").
+[[noreturn]] void fail_tensor_type(std::string_view role, size_t index, const TensorInfo& expected,
+                                   std::string_view got);
+
+// Throw StatusError "invoking 'LABEL' failed: STATUS" / "cannot initialize a context for
+// 'LABEL' (arena of N bytes): STATUS" unless |status| is INGOT_OK.
+void check_invoke_status(ingot_status_t status, std::string_view label);
+void check_context_status(ingot_status_t status, std::string_view label, size_t arena_size);
+
+// "1 input (0 'input': 1x64xf32)", "2 outputs (0 'a': f32, 1 'b': 2xi64)", "0 inputs".
+std::string describe_signature(std::string_view role, const std::vector<TensorInfo>& signature);
 
 // Parses one tensor per signature entry from |args| (each "@file.npy" or an inline
 // tensor) and checks count, dtype and shape. |role| and |flag| name them in errors
@@ -47,6 +58,9 @@ std::vector<Tensor> load_tensors(std::string_view role, std::string_view flag,
 // A tensor of |info|'s dtype and shape with values drawn from |rng|: f32 uniform in
 // [-1, 1), integers 0 or 1, bool 0 or 1 (safe for index-like inputs).
 Tensor random_tensor(const TensorInfo& info, std::mt19937_64& rng);
+// One random_tensor per entry of |signature|, in order, from one generator seeded with
+// |seed| (what `ingot bench` runs on when given no inputs).
+std::vector<Tensor> random_tensors(const std::vector<TensorInfo>& signature, uint64_t seed);
 
 class Session {
  public:

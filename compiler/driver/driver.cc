@@ -1,5 +1,6 @@
 #include "compiler/driver/driver.h"
 #include "compiler/driver/pack_module.h"
+#include "compiler/driver/version.h"
 
 #include <algorithm>
 #include <chrono>
@@ -23,10 +24,6 @@
 #include "compiler/schedule/plan.h"
 #include "compiler/ops/gemm_lowering.h"
 #include "compiler/target/target.h"
-
-#ifndef INGOT_VERSION
-#define INGOT_VERSION "0.0.0"
-#endif
 
 namespace ingot::driver {
 
@@ -116,7 +113,7 @@ void compile(const CompileOptions& options) {
   native_options.opt_level = options.opt_level;
   native_options.keep_temps = options.keep_temps;
 
-  emit::ModuleContents m = pack_module_contents(*graph, plan, source, target, "ingot " INGOT_VERSION);
+  emit::ModuleContents m = pack_module_contents(*graph, plan, source, target, std::string("ingot ") + compiler_version());
   m.strip = options.strip;
   std::vector<uint8_t>().swap(plan.constants);  // the module holds the only copy from here on
 

@@ -223,6 +223,35 @@ static ingot_status_t ingot_map_weights_(const char* path, ingot_hosted_module_t
   return status;
 }
 
+/* Validates the bytes already mapped at |out_module->file_map| (|data|, |out_module->file_size|
+ * bytes), checks the target, maps the code and, when |weights_beside| is set, the
+ * external weights beside |path|. Leaves nothing mapped on failure. */
+static ingot_status_t ingot_finish_load_(const char* path, const void* data, int weights_beside,
+                                         ingot_hosted_module_t* out_module, char* error,
+                                         size_t error_size) {
+  ingot_status_t status = ingot_module_load(data, out_module->file_size, &out_module->module);
+  if (status != INGOT_OK) {
+    ingot_describe_load_failure_(path, data, status, &out_module->module, error, error_size);
+    return ingot_fail_load_(out_module, status);
+  }
+  status = ingot_check_target_(path, out_module->module.header, error, error_size);
+  if (status != INGOT_OK) return ingot_fail_load_(out_module, status);
+  if (!weights_beside && out_module->module.external_weights != NULL) {
+    const ingot_module_t* m = &out_module->module;
+    ingot_set_error_(error, error_size,
+                     "'%s': the module keeps its weights in the file '%.*s'; load it from its "
+                     "file so that the weights beside it are found",
+                     path, (int)(m->external_weights_path_length > 256 ? 256 : m->external_weights_path_length),
+                     m->external_weights_path);
+    return ingot_fail_load_(out_module, INGOT_INVALID_ARGUMENT);
+  }
+  status = ingot_map_code_(path, out_module, error, error_size);
+  if (status != INGOT_OK) return ingot_fail_load_(out_module, status);
+  status = ingot_map_weights_(path, out_module, error, error_size);
+  if (status != INGOT_OK) return ingot_fail_load_(out_module, status);
+  return INGOT_OK;
+}
+
 ingot_status_t ingot_hosted_module_load_file(const char* path, ingot_hosted_module_t* out_module,
                                              char* error, size_t error_size) {
   if (error != NULL && error_size > 0) error[0] = '\0';
@@ -236,19 +265,39 @@ ingot_status_t ingot_hosted_module_load_file(const char* path, ingot_hosted_modu
   ingot_status_t status = ingot_map_file_(path, "", &out_module->file_map,
                                           &out_module->file_size, &data, error, error_size);
   if (status != INGOT_OK) return ingot_fail_load_(out_module, status);
+  return ingot_finish_load_(path, data, 1, out_module, error, error_size);
+}
 
-  status = ingot_module_load(data, out_module->file_size, &out_module->module);
-  if (status != INGOT_OK) {
-    ingot_describe_load_failure_(path, data, status, &out_module->module, error, error_size);
-    return ingot_fail_load_(out_module, status);
+ingot_status_t ingot_hosted_module_load_memory(const void* data, size_t size, const char* name,
+                                               ingot_hosted_module_t* out_module, char* error,
+                                               size_t error_size) {
+  if (error != NULL && error_size > 0) error[0] = '\0';
+  if (out_module == NULL || (data == NULL && size != 0)) {
+    ingot_set_error_(error, error_size, "no module bytes or storage given");
+    return INGOT_INVALID_ARGUMENT;
   }
-  status = ingot_check_target_(path, out_module->module.header, error, error_size);
-  if (status != INGOT_OK) return ingot_fail_load_(out_module, status);
-  status = ingot_map_code_(path, out_module, error, error_size);
-  if (status != INGOT_OK) return ingot_fail_load_(out_module, status);
-  status = ingot_map_weights_(path, out_module, error, error_size);
-  if (status != INGOT_OK) return ingot_fail_load_(out_module, status);
-  return INGOT_OK;
+  memset(out_module, 0, sizeof(*out_module));
+  if (name == NULL) name = "<memory>";
+  if (size == 0) {
+    out_module->file_size = 0;
+    return ingot_finish_load_(name, ingot_empty_file_, 0, out_module, error, error_size);
+  }
+  /* A private page-aligned copy: the caller's bytes need no alignment and may go away. */
+  void* map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) {
+    ingot_set_error_(error, error_size, "'%s': cannot map %zu bytes: %s", name, size,
+                     strerror(errno));
+    return INGOT_IO_ERROR;
+  }
+  memcpy(map, data, size);
+  out_module->file_map = map;
+  out_module->file_size = size;
+  if (mprotect(map, size, PROT_READ) != 0) {
+    ingot_set_error_(error, error_size, "'%s': cannot protect the module copy: %s", name,
+                     strerror(errno));
+    return ingot_fail_load_(out_module, INGOT_IO_ERROR);
+  }
+  return ingot_finish_load_(name, map, 0, out_module, error, error_size);
 }
 
 void ingot_hosted_module_unload(ingot_hosted_module_t* module) {

@@ -392,5 +392,59 @@ TEST_F(RuntimeHostedTest, EmptyExternalWeights) {
   ingot_hosted_module_unload(&hm);
 }
 
+TEST_F(RuntimeHostedTest, LoadsFromMemory) {
+  const ModuleContents c = copy_module();
+  const std::vector<uint8_t> bytes = serialize_module(c);
+  // Any alignment: the loader works on its own copy, and the caller's bytes may go.
+  std::vector<uint8_t> unaligned(bytes.size() + 1);
+  std::memcpy(unaligned.data() + 1, bytes.data(), bytes.size());
+  ingot_hosted_module_t hm;
+  char error[512] = "stale";
+  ASSERT_EQ(ingot_hosted_module_load_memory(unaligned.data() + 1, bytes.size(), "buf", &hm, error,
+                                            sizeof(error)),
+            INGOT_OK)
+      << error;
+  EXPECT_STREQ(error, "");
+  std::fill(unaligned.begin(), unaligned.end(), 0);
+  EXPECT_NE(hm.module.code_base, nullptr);
+  run_copy_module(&hm.module, c.constants);
+  ingot_hosted_module_unload(&hm);
+  EXPECT_EQ(hm.file_map, nullptr);
+
+  std::vector<uint8_t> copy = bytes;
+  reinterpret_cast<ingot_module_header_t*>(copy.data())->abi_version = INGOT_ABI_VERSION + 7;
+  EXPECT_EQ(ingot_hosted_module_load_memory(copy.data(), copy.size(), "buf", &hm, error, sizeof(error)),
+            INGOT_VERSION_MISMATCH);
+  EXPECT_NE(std::strstr(error, ("'buf': module runtime ABI version " + std::to_string(INGOT_ABI_VERSION + 7) +
+                                ", this runtime implements " + std::to_string(INGOT_ABI_VERSION))
+                                   .c_str()),
+            nullptr)
+      << error;
+  EXPECT_EQ(hm.file_map, nullptr);
+
+  EXPECT_EQ(ingot_hosted_module_load_memory(bytes.data(), 0, nullptr, &hm, error, sizeof(error)),
+            INGOT_MALFORMED);
+  EXPECT_NE(std::strstr(error, "'<memory>': malformed module"), nullptr) << error;
+  EXPECT_EQ(ingot_hosted_module_load_memory(nullptr, 8, "buf", &hm, error, sizeof(error)),
+            INGOT_INVALID_ARGUMENT);
+  EXPECT_EQ(ingot_hosted_module_load_memory(bytes.data(), bytes.size(), "buf", nullptr, error, sizeof(error)),
+            INGOT_INVALID_ARGUMENT);
+}
+
+TEST_F(RuntimeHostedTest, MemoryLoadRefusesExternalWeights) {
+  ModuleContents c = copy_module();
+  c.external_weights_path = "m.weights";
+  write_module_file(c, path("m.ingot"));
+  const std::vector<uint8_t> bytes = serialize_module(c);
+  ingot_hosted_module_t hm;
+  char error[512];
+  EXPECT_EQ(ingot_hosted_module_load_memory(bytes.data(), bytes.size(), "buf", &hm, error, sizeof(error)),
+            INGOT_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(error, "'buf': the module keeps its weights in the file 'm.weights'"), nullptr)
+      << error;
+  EXPECT_EQ(hm.file_map, nullptr);
+  EXPECT_EQ(hm.code_map, nullptr);
+}
+
 }  // namespace
 }  // namespace ingot::emit

@@ -44,6 +44,20 @@ INGOT_MUST_USE ingot_status_t ingot_hosted_module_load_file(const char* path,
                                                             ingot_hosted_module_t* out_module,
                                                             char* error, size_t error_size);
 
+/* Loads a module from |size| bytes at |data| into |out_module| (caller storage): copies
+ * them into a private page-aligned read-only mapping (|data| need not be aligned and is
+ * not used after the call), then validates, checks the target and maps the code exactly
+ * as ingot_hosted_module_load_file does. |name| (may be NULL: "<memory>") stands for
+ * the file name in messages. A module whose weights are in an external file is refused
+ * with INGOT_INVALID_ARGUMENT (there is no folder to find them in); load it from its
+ * file. Other failures and messages as for ingot_hosted_module_load_file, with
+ * INGOT_IO_ERROR when the copy cannot be mapped. Unload with ingot_hosted_module_unload.
+ * Thread-safe (touches only its arguments). */
+INGOT_MUST_USE ingot_status_t ingot_hosted_module_load_memory(const void* data, size_t size,
+                                                              const char* name,
+                                                              ingot_hosted_module_t* out_module,
+                                                              char* error, size_t error_size);
+
 /* Unmaps everything ingot_hosted_module_load_file mapped and zeroes |module|.
  * NULL-safe; idempotent (a zeroed struct is a no-op). */
 void ingot_hosted_module_unload(ingot_hosted_module_t* module);
