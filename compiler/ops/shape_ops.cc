@@ -337,13 +337,28 @@ std::string lower_concat(LoweringContext& ctx) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= os[d];
   for (size_t d = axis + 1; d < os.size(); ++d) inner *= os[d];
-  std::string s;
+  // Workgroups: chunks of about 4096 output elements, [first, end) in flat order; each input
+  // copies its segments' overlap with the range. A fused epilogue is left to codegen's
+  // sweep, so a chunk is whole runs of the sweep's inner loop (wg_elements).
+  std::vector<Shape> operands;
+  for (const EpilogueOp& e : node.epilogue)
+    if (e.operand) operands.push_back(e.operand->shape);
+  const BroadcastLoops sweep = broadcast_loops(os, operands);
+  const int64_t total = num_elements(os), per = elementwise_chunk(sweep.nested ? sweep.inner : 1);
+  ctx.wg_count = workgroups_of(per, total);
+  ctx.wg_elements = per;
+  std::string s = fmt::format(
+      "  const int64_t first = (int64_t)wg_begin * {per}, end = (int64_t)wg_end * {per} < {total} ? (int64_t)wg_end * {per} : {total};\n",
+      fmt::arg("per", per), fmt::arg("total", total));
   int64_t offset = 0;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     int64_t chunk = node.inputs[i]->shape[axis] * inner;
     s += fmt::format(
-        "  for (int64_t o = 0; o < {outer}; ++o)\n"
-        "    for (int64_t j = 0; j < {chunk}; ++j) {out}[o * {ostride} + {offset} + j] = {in}[o * {chunk} + j];\n",
+        "  for (int64_t o = 0; o < {outer}; ++o) {{\n"
+        "    const int64_t s0 = o * {ostride} + {offset};\n"
+        "    const int64_t j0 = first > s0 ? first - s0 : 0, j1 = end - s0 < {chunk} ? end - s0 : {chunk};\n"
+        "    for (int64_t j = j0; j < j1; ++j) {out}[s0 + j] = {in}[o * {chunk} + j];\n"
+        "  }}\n",
         fmt::arg("outer", outer), fmt::arg("chunk", chunk), fmt::arg("out", ctx.out[0]),
         fmt::arg("ostride", os[axis] * inner), fmt::arg("offset", offset), fmt::arg("in", ctx.in[i]));
     offset += chunk;
