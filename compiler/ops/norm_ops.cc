@@ -166,8 +166,9 @@ std::string lower_instance_norm(LoweringContext& ctx) {
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_instancenorm_{}", shape_str(s));
+  ctx.wg_count = workgroups_of(1, planes);  // one per plane
   return fmt::format(
-      "  for (int64_t p = 0; p < {planes}; ++p) {{\n"
+      "  for (int64_t {range}; ++p) {{\n"
       "    const float* xp = {x} + p * {size};\n"
       "    float* yp = {y} + p * {size};\n"
       "    const float mean = ingot_sum(xp, {size}) * {rn};\n"
@@ -180,8 +181,8 @@ std::string lower_instance_norm(LoweringContext& ctx) {
       "      yp[i] = v;\n"
       "    }}\n"
       "  }}\n",
-      fmt::arg("planes", planes), fmt::arg("x", ctx.in[0]), fmt::arg("size", size), fmt::arg("y", ctx.out[0]),
-      fmt::arg("rn", c_float(1.0 / size)), fmt::arg("scale", ctx.in[1]), fmt::arg("C", C),
+      fmt::arg("range", workgroup_loop("p", 1, planes)), fmt::arg("x", ctx.in[0]), fmt::arg("size", size),
+      fmt::arg("y", ctx.out[0]), fmt::arg("rn", c_float(1.0 / size)), fmt::arg("scale", ctx.in[1]), fmt::arg("C", C),
       fmt::arg("eps", c_float(node.attr_float("epsilon", 1e-5f))), fmt::arg("bias", ctx.in[2]),
       fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", fmt::format("p * {} + i", size)) : ""));
 }

@@ -159,6 +159,8 @@ const Tensor& constant_input(const Node& node, size_t i, const char* what) {
 }
 
 std::string workgroup_loop(const std::string& v, int64_t per, int64_t total) {
+  // Unsplit (one workgroup): the plain loop, its bound a literal as before.
+  if (workgroups_of(per, total) == 1) return fmt::format("{0} = 0; {0} < {1}", v, total);
   return fmt::format("{v} = (int64_t)wg_begin * {per}, {v}_end = (int64_t)wg_end * {per} < {total} ? (int64_t)wg_end * {per} : {total}; "
                      "{v} < {v}_end",
                      fmt::arg("v", v), fmt::arg("per", per), fmt::arg("total", total));

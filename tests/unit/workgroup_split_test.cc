@@ -399,9 +399,13 @@ TEST_P(WorkgroupSplitTest, PlanesRowsAndChunks) {
              true);
     k.output(k.inner("Concat", {k.input({300, 7}), k.input({300, 20})}, {{"axis", int64_t{1}}})->outputs[0], true);
   }
+  // Transpose by the first output dim longer than 1 (attention heads), InstanceNorm by plane.
+  k.output(k.inner("Transpose", {k.input({1, 50, 12, 64})}, {{"perm", I{0, 2, 1, 3}}})->outputs[0], true);
+  k.output(k.inner("Transpose", {k.input({3, 7, 19, 11})}, {{"perm", I{2, 0, 3, 1}}})->outputs[0], true);
+  k.output(k.inner("InstanceNormalization", {k.input({2, 5, 30, 30}), k.weight({5}), k.weight({5})})->outputs[0], true);
   SplitCase::Stats s = k.run(passes(false), GetParam());
-  EXPECT_EQ(s.dispatches, 21);
-  EXPECT_EQ(s.split, 21);
+  EXPECT_EQ(s.dispatches, 24);
+  EXPECT_EQ(s.split, 24);
 }
 
 // MobileNet blocks fused into one banded InvertedResidual dispatch (AVX-512 only), split
