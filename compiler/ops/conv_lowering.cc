@@ -54,6 +54,7 @@ std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeom
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, HW, c.OC, tile);
   ctx.wg_count = g.N * units;
+  if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
   loops.after_tile = [&, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
     return fmt::format(
         "      for (int64_t j = 0; j < {nr}; ++j) {{\n"
@@ -77,7 +78,7 @@ std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeom
       "    float* yn = {y} + n * {OCHW};\n"
       "{loops}"
       "  }}\n",
-      fmt::arg("window", workgroup_window(fmt::format("n * {}", units), units, "continue;")),
+      fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("n * {}", units), units, "continue;")),
       fmt::arg("scratch", ctx.scratch), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
       fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }
@@ -191,7 +192,7 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
   const int64_t full_blocks = p.T / p.TB, rem = p.T - full_blocks * p.TB;
   std::string block_loop = fmt::format(
       "    for (int64_t bi = 0; bi < {}; ++bi) {{\n{}", blocks,
-      workgroup_window(fmt::format("(n * {} + bi) * {}", blocks, panels), panels, "continue;"));
+      workgroup_window(ctx.wg_count, fmt::format("(n * {} + bi) * {}", blocks, panels), panels, "continue;"));
   if (rem == 0)
     block_loop += block(fmt::format("bi * {}", p.TB), p.TB);
   else if (full_blocks == 0)
@@ -212,7 +213,7 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
       "    f32_winograd_phase_planes(ph, {ps}, xn, {C}, {H}, {W}, {Hp}, {Wq}, {PH}, {PW}, {phases});\n"
       "{blocks}"
       "  }}\n",
-      fmt::arg("image_window", workgroup_window(fmt::format("n * {}", blocks * panels), blocks * panels, "continue;",
+      fmt::arg("image_window", workgroup_window(ctx.wg_count, fmt::format("n * {}", blocks * panels), blocks * panels, "continue;",
                                                 "    ", "ilo", "ihi")),
       fmt::arg("scratch", ctx.scratch), fmt::arg("xp", p.xp_floats), fmt::arg("v", p.v_floats),
       fmt::arg("m", p.m_floats), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
@@ -291,6 +292,7 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, c.OCG, Np, tile);
   ctx.wg_count = g.N * c.G * units;
+  if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
   ctx.kernel_name = fmt::format("f32_conv{}x{}_s1{}_shifted_gemm_avx512_{}", g.KH, g.KW,
                                 c.G > 1 ? fmt::format("_g{}", c.G) : "", shape_str(node.outputs[0]->shape));
   return fmt::format(
@@ -314,8 +316,8 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
       fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("PH", g.PH),
       fmt::arg("PW", g.PW), fmt::arg("tail", tail), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG),
       fmt::arg("ICGHWp", c.ICG * Hp * Wp), fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
-      fmt::arg("image_window", workgroup_window(fmt::format("n * {}", c.G * units), c.G * units, "continue;", "    ", "ilo", "ihi")),
-      fmt::arg("window", workgroup_window(fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
+      fmt::arg("image_window", workgroup_window(ctx.wg_count, fmt::format("n * {}", c.G * units), c.G * units, "continue;", "    ", "ilo", "ihi")),
+      fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
       fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }
 
@@ -349,6 +351,7 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, c.OCG, p.Np, tile);
   ctx.wg_count = g.N * c.G * units;
+  if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
   std::string table;
   for (int64_t t : p.taps) table += fmt::format("{}{}", table.empty() ? "" : ", ", t);
   ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_phase_gemm_avx512_{}", g.KH, g.KW, g.SW,
@@ -376,8 +379,8 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
       fmt::arg("Hq", p.Hq), fmt::arg("Wq", p.Wq), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("tail", p.tail),
       fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("ICGplanes", c.ICG * p.channel_floats),
       fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
-      fmt::arg("image_window", workgroup_window(fmt::format("n * {}", c.G * units), c.G * units, "continue;", "    ", "ilo", "ihi")),
-      fmt::arg("window", workgroup_window(fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
+      fmt::arg("image_window", workgroup_window(ctx.wg_count, fmt::format("n * {}", c.G * units), c.G * units, "continue;", "    ", "ilo", "ihi")),
+      fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
       fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }
 
@@ -425,6 +428,7 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, c.OCG, HW, tile);
   ctx.wg_count = g.N * c.G * units;
+  if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
   const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
   std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile);
   if (in_registers) {
@@ -474,7 +478,7 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
       "{loops}"
       "    }}\n"
       "  }}\n",
-      fmt::arg("window", workgroup_window(fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
+      fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
       fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
       fmt::arg("OCHW", c.OC * HW), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("ICGHW", c.ICG * g.H * g.W),
       fmt::arg("HW", HW), fmt::arg("w", ctx.in[1]), fmt::arg("K", K), fmt::arg("loops", emit_gemm_loops(loops, tile)));

@@ -177,26 +177,31 @@ std::string lower_elementwise(LoweringContext& ctx) {
     expr = spec.c_expr(node.attrs, a, b);
   }
   ctx.epilogue_applied = true;
+  // Workgroups: chunks of about 4096 elements, whole rows of the nest when nested.
+  const int64_t chunk = elementwise_chunk(nested ? inner : 1);
   if (nested) {
+    const int64_t rows = chunk / inner;
+    ctx.wg_count = workgroups_of(rows, loops.outer);
     return prologue + fmt::format(
-                          "  for (int64_t o = 0; o < {outer}; ++o)\n"
+                          "  for (int64_t {range}; ++o)\n"
                           "    for (int64_t i = 0; i < {inner}; ++i) {{\n"
                           "      {ct} v = ({ct})({expr});\n"
                           "{ep}"
                           "      {out}[o * {inner} + i] = v;\n"
                           "    }}\n",
-                          fmt::arg("outer", loops.outer), fmt::arg("inner", inner), fmt::arg("ct", ct),
+                          fmt::arg("range", workgroup_loop("o", rows, loops.outer)), fmt::arg("inner", inner), fmt::arg("ct", ct),
                           fmt::arg("expr", expr),
                           fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", fmt::format("o * {} + i", inner)) : ""),
                           fmt::arg("out", ctx.out[0]));
   }
+  ctx.wg_count = workgroups_of(chunk, y->numel());
   return prologue + fmt::format(
-                        "  for (int64_t i = 0; i < {n}; ++i) {{\n"
+                        "  for (int64_t {range}; ++i) {{\n"
                         "    {ct} v = ({ct})({expr});\n"
                         "{ep}"
                         "    {out}[i] = v;\n"
                         "  }}\n",
-                        fmt::arg("n", y->numel()), fmt::arg("ct", ct), fmt::arg("expr", expr),
+                        fmt::arg("range", workgroup_loop("i", chunk, y->numel())), fmt::arg("ct", ct), fmt::arg("expr", expr),
                         fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "i") : ""), fmt::arg("out", ctx.out[0]));
 }
 

@@ -94,8 +94,9 @@ int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& 
   return 1;
 }
 
-std::string workgroup_window(const std::string& first, int64_t count, const std::string& skip, const std::string& indent,
-                             const std::string& lo, const std::string& hi) {
+std::string workgroup_window(int64_t workgroups, const std::string& first, int64_t count, const std::string& skip,
+                             const std::string& indent, const std::string& lo, const std::string& hi) {
+  if (workgroups == 1) return "";
   return fmt::format(
       "{i}const int64_t {lo}_first = {first};\n"
       "{i}if ((int64_t)wg_end <= {lo}_first || (int64_t)wg_begin >= {lo}_first + {count}) {skip}\n"

@@ -63,7 +63,8 @@ int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& 
 // C statements that clip the kernel's range [wg_begin, wg_end) to the |count|
 // workgroups numbered from |first| (a C expression): `const int64_t lo, hi` become
 // local indices in [0, count], and |skip| runs when the range holds none of them.
-std::string workgroup_window(const std::string& first, int64_t count, const std::string& skip,
+// Nothing when the dispatch has one workgroup (|workgroups|): the loops run unsplit.
+std::string workgroup_window(int64_t workgroups, const std::string& first, int64_t count, const std::string& skip,
                              const std::string& indent = "    ", const std::string& lo = "lo",
                              const std::string& hi = "hi");
 

@@ -172,7 +172,8 @@ std::string lower_gemm(LoweringContext& ctx) {
     loops.split_hi = "hi";
     const int64_t units = gemm_split_units(loops.split, g.M, g.N, tile);
     ctx.wg_count = units;
-    return "  do {\n" + workgroup_window("0", units, "break;", "  ") + emit_gemm_loops(loops, tile) + "  } while (0);\n";
+    if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
+    return "  do {\n" + workgroup_window(ctx.wg_count, "0", units, "break;", "  ") + emit_gemm_loops(loops, tile) + "  } while (0);\n";
   }
   std::string rows4 = g.trans_b ? "" : fmt::format(
       "  for (; m + 4 <= {M}; m += 4) f32_gemm_rows4_portable({y}, {a}, {asm_}, {ask}, {b}, {K}, {N}, m);\n",
@@ -295,6 +296,7 @@ std::string lower_matmul(LoweringContext& ctx) {
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, g.M, g.N, tile);
   ctx.wg_count = num_elements(g.batch) * units;
+  if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
   if (ctx.epilogue) {
     loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
       return fmt::format(
@@ -319,7 +321,7 @@ std::string lower_matmul(LoweringContext& ctx) {
       "    float* yb = {y} + bi * {MN};\n"
       "{loops}"
       "  }}\n",
-      fmt::arg("window", workgroup_window(fmt::format("bi * {}", units), units, "continue;")),
+      fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("bi * {}", units), units, "continue;")),
       fmt::arg("B", num_elements(g.batch)), fmt::arg("a", ctx.in[0]),
       fmt::arg("aoff", broadcast_index_expr(g.batch, g.batch_a, "bi")), fmt::arg("MK", g.M * g.K),
       fmt::arg("b", ctx.in[1]), fmt::arg("boff", broadcast_index_expr(g.batch, g.batch_b, "bi")),

@@ -223,6 +223,7 @@ std::string lower_pool_generic(LoweringContext& ctx, const PoolGeometry& g) {
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.kernel_name = fmt::format("{}_{}{}_{}", dtype_name(dt), node.op_type, indices ? "_indices" : "",
                                 shape_str(node.outputs[0]->shape));
+  ctx.wg_count = workgroups_of(1, g.N * g.C);  // one per plane
   std::string consts = fmt::format(
       "  const int64_t D_ = {}, H_ = {}, W_ = {}, KD_ = {}, KH_ = {}, KW_ = {};\n"
       "  const int64_t SD_ = {}, SH_ = {}, SW_ = {}, DD_ = {}, DH_ = {}, DW_ = {};\n"
@@ -232,7 +233,7 @@ std::string lower_pool_generic(LoweringContext& ctx, const PoolGeometry& g) {
       PE[2]);
   return consts +
          fmt::format(
-             "  for (int64_t pl = 0; pl < {planes}; ++pl) {{\n"
+             "  for (int64_t {planes}; ++pl) {{\n"
              "    const {ct}* xp = {x} + pl * {insize};\n"
              "    int64_t oi = pl * {outsize};\n"
              "    for (int64_t od = 0; od < {OD}; ++od)\n"
@@ -263,7 +264,7 @@ std::string lower_pool_generic(LoweringContext& ctx, const PoolGeometry& g) {
              "{idx}"
              "    }}\n"
              "  }}\n",
-             fmt::arg("planes", g.N * g.C), fmt::arg("ct", ct), fmt::arg("x", ctx.in[0]),
+             fmt::arg("planes", workgroup_loop("pl", 1, g.N * g.C)), fmt::arg("ct", ct), fmt::arg("x", ctx.in[0]),
              fmt::arg("insize", g.in_size()), fmt::arg("outsize", g.out_size()), fmt::arg("OD", O[0]),
              fmt::arg("OH", O[1]), fmt::arg("OW", O[2]), fmt::arg("acct", dt == DType::F32 ? "float" : ct),
              fmt::arg("init", init), fmt::arg("combine", combine), fmt::arg("finish", finish),
@@ -292,6 +293,14 @@ std::string lower_pool(LoweringContext& ctx) {
   ctx.kernel_name = fmt::format("f32_{}{}x{}_s{}_{}", is_max ? "maxpool" : "avgpool", k[0], k[1], s[1],
                                 shape_str(node.outputs[0]->shape));
   int64_t ohw = o[0] * o[1], hw = in[0] * in[1];
+  // Workgroups: one per plane; the epilogue sweeps the planes of the range.
+  ctx.wg_count = workgroups_of(1, pg.N * pg.C);
+  const std::string planes = workgroup_loop("p", 1, pg.N * pg.C);
+  const std::string sweep =
+      ctx.epilogue ? fmt::format("  for (int64_t {}; ++i) {{\n    float v = {}[i];\n{}    {}[i] = v;\n  }}\n",
+                                 workgroup_loop("i", ohw, node.outputs[0]->numel()), ctx.out[0], ctx.epilogue("v", "i"),
+                                 ctx.out[0])
+                   : "";
   // Small planes on hosted targets: a -inf padded copy on the stack, taps as flat
   // shifts (f32_maxpool2d_small_plane); the padded extent covers ceil_mode's last window.
   const int64_t Hp = std::max(in[0] + pb[0] + pe[0], (o[0] - 1) * s[0] + (k[0] - 1) * d[0] + 1);
@@ -301,16 +310,13 @@ std::string lower_pool(LoweringContext& ctx) {
   if (small_plane) {
     ctx.kernel_name += "_small_plane";
     std::string body = fmt::format(
-        "  for (int64_t p = 0; p < {planes}; ++p) f32_maxpool2d_small_plane({y} + p * {ohw}, {x} + p * {hw}, {H}, {W}, "
+        "  for (int64_t {planes}; ++p) f32_maxpool2d_small_plane({y} + p * {ohw}, {x} + p * {hw}, {H}, {W}, "
         "{OH}, {OW}, {KH}, {KW}, {SH}, {SW}, {PH}, {PW}, {DH}, {DW}, {Hp}, {Wp});\n",
-        fmt::arg("planes", pg.N * pg.C), fmt::arg("y", ctx.out[0]), fmt::arg("ohw", ohw), fmt::arg("x", ctx.in[0]),
+        fmt::arg("planes", planes), fmt::arg("y", ctx.out[0]), fmt::arg("ohw", ohw), fmt::arg("x", ctx.in[0]),
         fmt::arg("hw", hw), fmt::arg("H", in[0]), fmt::arg("W", in[1]), fmt::arg("OH", o[0]), fmt::arg("OW", o[1]),
         fmt::arg("KH", k[0]), fmt::arg("KW", k[1]), fmt::arg("SH", s[0]), fmt::arg("SW", s[1]), fmt::arg("PH", pb[0]),
         fmt::arg("PW", pb[1]), fmt::arg("DH", d[0]), fmt::arg("DW", d[1]), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp));
-    if (ctx.epilogue)
-      body += fmt::format("  for (int64_t i = 0; i < {}; ++i) {{\n    float v = {}[i];\n{}    {}[i] = v;\n  }}\n",
-                          node.outputs[0]->numel(), ctx.out[0], ctx.epilogue("v", "i"), ctx.out[0]);
-    return body;
+    return body + sweep;
   }
   std::string call = is_max ? fmt::format(
                                   "f32_maxpool2d_plane_portable({} + p * {}, {} + p * {}, {}, {}, {}, {}, {}, {}, {}, "
@@ -322,11 +328,7 @@ std::string lower_pool(LoweringContext& ctx) {
                                   "{}, {}, {}, {}, {}, {})",
                                   ctx.out[0], ohw, ctx.in[0], hw, in[0], in[1], o[0], o[1], k[0], k[1], s[0], s[1],
                                   pb[0], pb[1], pe[0], pe[1], node.attr_int("count_include_pad", 0));
-  std::string body = fmt::format("  for (int64_t p = 0; p < {}; ++p) {};\n", pg.N * pg.C, call);
-  if (ctx.epilogue)
-    body += fmt::format("  for (int64_t i = 0; i < {}; ++i) {{\n    float v = {}[i];\n{}    {}[i] = v;\n  }}\n",
-                        node.outputs[0]->numel(), ctx.out[0], ctx.epilogue("v", "i"), ctx.out[0]);
-  return body;
+  return fmt::format("  for (int64_t {}; ++p) {};\n", planes, call) + sweep;
 }
 
 // ---- MaxUnpool: scatter X into zeros at MaxPool's flat Indices ----
@@ -561,20 +563,21 @@ std::string lower_global_pool(LoweringContext& ctx) {
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_global_{}pool_{}", is_max ? "max" : is_lp ? "lp" : "avg", shape_str(s));
+  ctx.wg_count = workgroups_of(1, planes);  // one per plane
   if (!is_lp) {
     // Average and max: the partial-result reductions (they vectorize).
     return fmt::format(
-        "  for (int64_t p = 0; p < {planes}; ++p) {{\n"
+        "  for (int64_t {planes}; ++p) {{\n"
         "    float v = {reduce}({x} + p * {size}, {size}, 1){scale};\n"
         "{ep}"
         "    {y}[p] = v;\n"
         "  }}\n",
-        fmt::arg("planes", planes), fmt::arg("reduce", is_max ? "ingot_max_strided" : "ingot_sum_strided"),
+        fmt::arg("planes", workgroup_loop("p", 1, planes)), fmt::arg("reduce", is_max ? "ingot_max_strided" : "ingot_sum_strided"),
         fmt::arg("x", ctx.in[0]), fmt::arg("size", size), fmt::arg("scale", is_max ? "" : " * " + c_float(1.0 / size)),
         fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "p") : ""), fmt::arg("y", ctx.out[0]));
   }
   return fmt::format(
-      "  for (int64_t p = 0; p < {planes}; ++p) {{\n"
+      "  for (int64_t {planes}; ++p) {{\n"
       "    const float* xp = {x} + p * {size};\n"
       "    float acc = {init};\n"
       "    for (int64_t i = 0; i < {size}; ++i) acc = {combine};\n"
@@ -582,7 +585,7 @@ std::string lower_global_pool(LoweringContext& ctx) {
       "{ep}"
       "    {y}[p] = v;\n"
       "  }}\n",
-      fmt::arg("planes", planes), fmt::arg("x", ctx.in[0]), fmt::arg("size", size),
+      fmt::arg("planes", workgroup_loop("p", 1, planes)), fmt::arg("x", ctx.in[0]), fmt::arg("size", size),
       fmt::arg("init", is_max ? "-1.0f / 0.0f" : "0.0f"), fmt::arg("combine", combine), fmt::arg("final", final),
       fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "p") : ""), fmt::arg("y", ctx.out[0]));
 }
@@ -671,8 +674,10 @@ std::string lower_batchnorm(LoweringContext& ctx) {
       stats += fmt::format("    {}[c] = {}[c] * {} + var * {};\n", ctx.out[2], ctx.in[4], c_float(momentum),
                            c_float(1.0 - momentum));
   }
+  // Workgroups: one per channel (its statistics, in training mode, included).
+  ctx.wg_count = workgroups_of(1, C);
   return fmt::format(
-      "  for (int64_t c = 0; c < {C}; ++c) {{\n"
+      "  for (int64_t {channels}; ++c) {{\n"
       "{stats}"
       "    const float sc = {scale}[c] / __builtin_sqrtf(var + {eps});\n"
       "    const float sh = {bias}[c] - mean * sc;\n"
@@ -685,7 +690,8 @@ std::string lower_batchnorm(LoweringContext& ctx) {
       "      }}\n"
       "    }}\n"
       "  }}\n",
-      fmt::arg("N", N), fmt::arg("C", C), fmt::arg("stats", stats), fmt::arg("scale", ctx.in[1]),
+      fmt::arg("N", N), fmt::arg("C", C), fmt::arg("channels", workgroup_loop("c", 1, C)), fmt::arg("stats", stats),
+      fmt::arg("scale", ctx.in[1]),
       fmt::arg("eps", c_float(node.attr_float("epsilon", 1e-5f))), fmt::arg("bias", ctx.in[2]),
       fmt::arg("inner", inner), fmt::arg("x", ctx.in[0]), fmt::arg("y", ctx.out[0]),
       fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "base + i") : ""));
@@ -754,11 +760,16 @@ void reference_softmax(const Node& node, const std::vector<const Tensor*>& in, s
 std::string lower_softmax(LoweringContext& ctx) {
   const Node& node = ctx.node;
   SoftmaxGeometry g = softmax_geometry(node);
+  // Workgroups: one per outer index, which owns the n * inner elements from o * n * inner
+  // (so codegen's epilogue sweep can follow the split).
+  ctx.wg_count = workgroups_of(1, g.outer);
+  ctx.wg_elements = g.n * g.inner;
+  const std::string outer = workgroup_loop("o", 1, g.outer);
   if (node.op_type == "Hardmax") {
     ctx.headers.insert("ingot_kernel_common.h");
     ctx.kernel_name = fmt::format("f32_hardmax_{}x{}x{}", g.outer, g.n, g.inner);
     return fmt::format(
-        "  for (int64_t o = 0; o < {outer}; ++o)\n"
+        "  for (int64_t {outer}; ++o)\n"
         "    for (int64_t i = 0; i < {inner}; ++i) {{\n"
         "      const float* xp = {x} + o * {block} + i;\n"
         "      float* yp = {y} + o * {block} + i;\n"
@@ -767,17 +778,17 @@ std::string lower_softmax(LoweringContext& ctx) {
         "      for (int64_t k = 1; k < {n}; ++k) if (xp[k * {inner}] > m) {{ m = xp[k * {inner}]; arg = k; }}\n"
         "      for (int64_t k = 0; k < {n}; ++k) yp[k * {inner}] = k == arg ? 1.0f : 0.0f;\n"
         "    }}\n",
-        fmt::arg("outer", g.outer), fmt::arg("inner", g.inner), fmt::arg("x", ctx.in[0]), fmt::arg("y", ctx.out[0]),
+        fmt::arg("outer", outer), fmt::arg("inner", g.inner), fmt::arg("x", ctx.in[0]), fmt::arg("y", ctx.out[0]),
         fmt::arg("block", g.n * g.inner), fmt::arg("n", g.n));
   }
   ctx.headers.insert("f32_softmax.h");
   ctx.kernel_name =
       fmt::format("f32_{}_{}x{}x{}", node.op_type == "LogSoftmax" ? "logsoftmax" : "softmax", g.outer, g.n, g.inner);
   return fmt::format(
-      "  for (int64_t o = 0; o < {outer}; ++o)\n"
+      "  for (int64_t {outer}; ++o)\n"
       "    for (int64_t i = 0; i < {inner}; ++i)\n"
       "      f32_softmax_portable({y} + o * {block} + i, {x} + o * {block} + i, {n}, {inner}, {log});\n",
-      fmt::arg("outer", g.outer), fmt::arg("inner", g.inner), fmt::arg("y", ctx.out[0]),
+      fmt::arg("outer", outer), fmt::arg("inner", g.inner), fmt::arg("y", ctx.out[0]),
       fmt::arg("block", g.n * g.inner), fmt::arg("x", ctx.in[0]), fmt::arg("n", g.n),
       fmt::arg("log", node.op_type == "LogSoftmax" ? 1 : 0));
 }
@@ -819,7 +830,9 @@ std::string lower_gelu(LoweringContext& ctx) {
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_Gelu_{}", shape_str(node.outputs[0]->shape));
-  return fmt::format("  for (int64_t i = 0; i < {}; ++i) {{\n    float v = {};\n{}    {}[i] = v;\n  }}\n", n,
+  const int64_t chunk = elementwise_chunk(1);
+  ctx.wg_count = workgroups_of(chunk, n);  // chunks of about 4096 elements
+  return fmt::format("  for (int64_t {}; ++i) {{\n    float v = {};\n{}    {}[i] = v;\n  }}\n", workgroup_loop("i", chunk, n),
                      gelu_c_expr(node.attrs, fmt::format("{}[i]", ctx.in[0]), ""),
                      ctx.epilogue ? ctx.epilogue("v", "i") : "", ctx.out[0]);
 }

@@ -100,6 +100,7 @@ std::string lower_layer_norm(LoweringContext& ctx) {
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_layernorm_{}x{}", g.outer, g.inner);
+  ctx.wg_count = workgroups_of(1, g.outer);  // one per row (its statistics included)
   std::string scale = fmt::format("{}[{}]", ctx.in[1], broadcast_index_expr(g.inner_shape, node.inputs[1]->shape, "j"));
   std::string bias = node.input(2) ? fmt::format(" + {}[{}]", ctx.in[2],
                                                  broadcast_index_expr(g.inner_shape, node.inputs[2]->shape, "j"))
@@ -108,7 +109,7 @@ std::string lower_layer_norm(LoweringContext& ctx) {
   if (node.outputs.size() > 1) stats += fmt::format("    {}[o] = mean;\n", ctx.out[1]);
   if (node.outputs.size() > 2) stats += fmt::format("    {}[o] = inv;\n", ctx.out[2]);
   return fmt::format(
-      "  for (int64_t o = 0; o < {outer}; ++o) {{\n"
+      "  for (int64_t {outer}; ++o) {{\n"
       "    const float* xp = {x} + o * {inner};\n"
       "    float* yp = {y} + o * {inner};\n"
       "    const float mean = ingot_sum(xp, {inner}) * {rn};\n"
@@ -121,8 +122,8 @@ std::string lower_layer_norm(LoweringContext& ctx) {
       "    }}\n"
       "{stats}"
       "  }}\n",
-      fmt::arg("outer", g.outer), fmt::arg("x", ctx.in[0]), fmt::arg("inner", g.inner), fmt::arg("y", ctx.out[0]),
-      fmt::arg("rn", c_float(1.0 / g.inner)), fmt::arg("eps", c_float(node.attr_float("epsilon", 1e-5f))),
+      fmt::arg("outer", workgroup_loop("o", 1, g.outer)), fmt::arg("x", ctx.in[0]), fmt::arg("inner", g.inner),
+      fmt::arg("y", ctx.out[0]), fmt::arg("rn", c_float(1.0 / g.inner)), fmt::arg("eps", c_float(node.attr_float("epsilon", 1e-5f))),
       fmt::arg("scale", scale), fmt::arg("bias", bias),
       fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", fmt::format("o * {} + j", g.inner)) : ""),
       fmt::arg("stats", stats));
@@ -165,8 +166,9 @@ std::string lower_instance_norm(LoweringContext& ctx) {
   ctx.headers.insert("ingot_kernel_common.h");
   ctx.epilogue_applied = true;
   ctx.kernel_name = fmt::format("f32_instancenorm_{}", shape_str(s));
+  ctx.wg_count = workgroups_of(1, planes);  // one per plane
   return fmt::format(
-      "  for (int64_t p = 0; p < {planes}; ++p) {{\n"
+      "  for (int64_t {range}; ++p) {{\n"
       "    const float* xp = {x} + p * {size};\n"
       "    float* yp = {y} + p * {size};\n"
       "    const float mean = ingot_sum(xp, {size}) * {rn};\n"
@@ -179,8 +181,8 @@ std::string lower_instance_norm(LoweringContext& ctx) {
       "      yp[i] = v;\n"
       "    }}\n"
       "  }}\n",
-      fmt::arg("planes", planes), fmt::arg("x", ctx.in[0]), fmt::arg("size", size), fmt::arg("y", ctx.out[0]),
-      fmt::arg("rn", c_float(1.0 / size)), fmt::arg("scale", ctx.in[1]), fmt::arg("C", C),
+      fmt::arg("range", workgroup_loop("p", 1, planes)), fmt::arg("x", ctx.in[0]), fmt::arg("size", size),
+      fmt::arg("y", ctx.out[0]), fmt::arg("rn", c_float(1.0 / size)), fmt::arg("scale", ctx.in[1]), fmt::arg("C", C),
       fmt::arg("eps", c_float(node.attr_float("epsilon", 1e-5f))), fmt::arg("bias", ctx.in[2]),
       fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", fmt::format("p * {} + i", size)) : ""));
 }

@@ -1,5 +1,6 @@
 #include "compiler/ops/op_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -155,6 +156,22 @@ const Tensor& constant_input(const Node& node, size_t i, const char* what) {
   if (!v->is_constant())
     fail("{}: input {} ({}) must be known at compile time; it is computed at run time", node.describe(), i, what);
   return *v->constant;
+}
+
+std::string workgroup_loop(const std::string& v, int64_t per, int64_t total) {
+  // Unsplit (one workgroup): the plain loop, its bound a literal as before.
+  if (workgroups_of(per, total) == 1) return fmt::format("{0} = 0; {0} < {1}", v, total);
+  return fmt::format("{v} = (int64_t)wg_begin * {per}, {v}_end = (int64_t)wg_end * {per} < {total} ? (int64_t)wg_end * {per} : {total}; "
+                     "{v} < {v}_end",
+                     fmt::arg("v", v), fmt::arg("per", per), fmt::arg("total", total));
+}
+
+int64_t workgroups_of(int64_t per, int64_t total) { return std::max<int64_t>(1, (total + per - 1) / std::max<int64_t>(per, 1)); }
+
+int64_t elementwise_chunk(int64_t run) {
+  constexpr int64_t kChunk = 4096;  // a multiple of 64: chunk boundaries keep the vector alignment
+  run = std::max<int64_t>(run, 1);
+  return run >= kChunk ? run : (kChunk + run - 1) / run * run;
 }
 
 std::string c_float(double v) {

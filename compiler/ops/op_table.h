@@ -126,6 +126,15 @@ int64_t normalize_axis(int64_t axis, int64_t rank, const Node& node);
 void set_output(Node& node, size_t i, DType dtype, Shape shape);
 const Tensor& constant_input(const Node& node, size_t i, const char* what);
 std::string c_float(double v);  // a C float literal that round-trips
+// Workgroups over a loop's units [0, |total|), |per| units each: the header
+// `v = first, v_end = end; v < v_end` (no increment) of a loop over the units that
+// workgroups [wg_begin, wg_end) own (`v = 0; v < total` when there is one workgroup).
+// Workgroups per loop: ceil(total / per), at least 1.
+std::string workgroup_loop(const std::string& v, int64_t per, int64_t total);
+int64_t workgroups_of(int64_t per, int64_t total);
+// Elements per workgroup for elementwise-shaped work over |total| elements: whole runs
+// of |run| elements (a loop nest's inner extent; 1 when flat) of about 4096 elements.
+int64_t elementwise_chunk(int64_t run);
 
 // Family registration (each family file defines one).
 void register_elementwise_ops(std::map<std::string, OpDef>& table);

@@ -183,14 +183,21 @@ void reference_transpose(const Node& node, const std::vector<const Tensor*>& in,
   });
 }
 
-// Emits nested loops copying a strided view of `src` into `dst` contiguously.
+// Emits nested loops copying a strided view of `src` into `dst` contiguously. With a
+// |split| dim (>= 0; every dim before it of extent 1), each index along it is one
+// workgroup: the loop covers [wg_begin, wg_end) and places its output block itself.
 std::string strided_copy_loops(const std::string& dst, const std::string& src, const Shape& out,
-                               int64_t base_offset, const std::vector<int64_t>& step) {
+                               int64_t base_offset, const std::vector<int64_t>& step, int64_t split = -1) {
   std::string s;
   std::string indent = "  ";
   std::string src_index = std::to_string(base_offset);
   for (size_t d = 0; d < out.size(); ++d) {
-    s += fmt::format("{}for (int64_t i{} = 0; i{} < {}; ++i{}) {{\n", indent, d, d, out[d], d);
+    if (static_cast<int64_t>(d) == split) {
+      s += fmt::format("{}for (int64_t {}; ++i{}) {{\n", indent, workgroup_loop(fmt::format("i{}", d), 1, out[d]), d);
+      s += fmt::format("{}  o = i{} * {};\n", indent, d, num_elements(Shape(out.begin() + d + 1, out.end())));
+    } else {
+      s += fmt::format("{}for (int64_t i{} = 0; i{} < {}; ++i{}) {{\n", indent, d, d, out[d], d);
+    }
     src_index += fmt::format(" + i{} * {}", d, step[d]);
     indent += "  ";
   }
@@ -209,7 +216,18 @@ std::string lower_transpose(LoweringContext& ctx) {
   std::vector<int64_t> step;
   for (int64_t p : perm) step.push_back(is[p]);
   ctx.kernel_name = fmt::format("x{}_transpose_{}", dtype_size(node.inputs[0]->dtype) * 8, shape_str(node.outputs[0]->shape));
-  return strided_copy_loops(ctx.out[0], ctx.in[0], node.outputs[0]->shape, 0, step);
+  // Workgroups: the indices of the first output dim longer than 1 (attention heads of
+  // [1, S, H, D] -> [1, H, S, D]); transposes of at most 4096 elements stay whole.
+  const Shape& os = node.outputs[0]->shape;
+  int64_t split = -1;
+  if (num_elements(os) > 4096)
+    for (size_t d = 0; d < os.size(); ++d)
+      if (os[d] > 1) {
+        split = static_cast<int64_t>(d);
+        ctx.wg_count = os[d];
+        break;
+      }
+  return strided_copy_loops(ctx.out[0], ctx.in[0], os, 0, step, split);
 }
 
 // ---- Slice ----
@@ -337,13 +355,31 @@ std::string lower_concat(LoweringContext& ctx) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= os[d];
   for (size_t d = axis + 1; d < os.size(); ++d) inner *= os[d];
-  std::string s;
+  // Workgroups: chunks of about 4096 output elements, [first, end) in flat order; each input
+  // copies its segments' overlap with the range. A fused epilogue is left to codegen's
+  // sweep, so a chunk is whole runs of the sweep's inner loop (wg_elements).
+  std::vector<Shape> operands;
+  for (const EpilogueOp& e : node.epilogue)
+    if (e.operand) operands.push_back(e.operand->shape);
+  const BroadcastLoops sweep = broadcast_loops(os, operands);
+  const int64_t total = num_elements(os), per = elementwise_chunk(sweep.nested ? sweep.inner : 1);
+  ctx.wg_count = workgroups_of(per, total);
+  ctx.wg_elements = per;
+  std::string s =
+      ctx.wg_count == 1
+          ? fmt::format("  const int64_t first = 0, end = {};\n", total)
+          : fmt::format("  const int64_t first = (int64_t)wg_begin * {per}, end = (int64_t)wg_end * {per} < {total} ? "
+                        "(int64_t)wg_end * {per} : {total};\n",
+                        fmt::arg("per", per), fmt::arg("total", total));
   int64_t offset = 0;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     int64_t chunk = node.inputs[i]->shape[axis] * inner;
     s += fmt::format(
-        "  for (int64_t o = 0; o < {outer}; ++o)\n"
-        "    for (int64_t j = 0; j < {chunk}; ++j) {out}[o * {ostride} + {offset} + j] = {in}[o * {chunk} + j];\n",
+        "  for (int64_t o = 0; o < {outer}; ++o) {{\n"
+        "    const int64_t s0 = o * {ostride} + {offset};\n"
+        "    const int64_t j0 = first > s0 ? first - s0 : 0, j1 = end - s0 < {chunk} ? end - s0 : {chunk};\n"
+        "    for (int64_t j = j0; j < j1; ++j) {out}[s0 + j] = {in}[o * {chunk} + j];\n"
+        "  }}\n",
         fmt::arg("outer", outer), fmt::arg("chunk", chunk), fmt::arg("out", ctx.out[0]),
         fmt::arg("ostride", os[axis] * inner), fmt::arg("offset", offset), fmt::arg("in", ctx.in[i]));
     offset += chunk;

@@ -333,6 +333,81 @@ TEST_P(WorkgroupSplitTest, GemmAndMatMul) {
   EXPECT_EQ(s.split, 7);
 }
 
+// Pools (the plane kernels, the small-plane max pool, the generic nest with Indices),
+// global pools, elementwise ops (flat chunks and broadcast row blocks), Gelu,
+// BatchNorm with run-time parameters, Softmax / LogSoftmax / Hardmax over rows,
+// LayerNorm, and Concat (with a per-channel epilogue left to codegen's sweep).
+TEST_P(WorkgroupSplitTest, PlanesRowsAndChunks) {
+  SplitCase k(1000);
+  auto unary = [&](const std::string& type, Value* x, ops::Attrs attrs, bool split, const std::string& then = "",
+                   int opset = 13) {
+    Node* n = k.inner(type, {x}, std::move(attrs), opset);
+    Value* out = n->outputs[0];
+    if (then == "Relu") out = k.inner("Relu", {out})->outputs[0];
+    if (then == "Add") out = k.inner("Add", {out, k.input(out->shape)})->outputs[0];
+    if (then == "Scale") {  // per channel (dim 1)
+      Shape ws(out->shape.size() - 1, 1);
+      ws[0] = out->shape[1];
+      out = k.inner("Mul", {out, k.weight(ws)})->outputs[0];
+    }
+    k.output(out, split);
+    return n;
+  };
+  // Pools: 56x56 and 7x7 planes, odd channels, stride 2, batch 2, epilogues.
+  unary("MaxPool", k.input({1, 33, 56, 56}), {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}},
+        true, "Relu");
+  unary("MaxPool", k.input({2, 17, 14, 14}), {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}}, true, "Add");
+  unary("AveragePool", k.input({1, 19, 7, 7}), {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}}, true, "Relu");
+  unary("LpPool", k.input({1, 5, 9, 9}), {{"kernel_shape", I{2, 2}}}, true);
+  {
+    // With Indices: the generic nest.
+    Node* n = testing::add_op(k.graph(), "MaxPool", {k.input({2, 3, 8, 9})}, {{"kernel_shape", I{2, 2}}, {"strides", I{2, 2}}},
+                              13, 2);
+    k.output(n->outputs[0], true);
+    k.output(n->outputs[1], false);
+  }
+  unary("GlobalAveragePool", k.input({2, 65, 7, 7}), {}, true, "Relu");
+  unary("GlobalMaxPool", k.input({1, 31, 13, 13}), {}, true);
+  unary("GlobalLpPool", k.input({1, 9, 5, 5}), {}, true);
+  // Elementwise: flat chunks (the last one short), row blocks of a broadcast nest.
+  k.output(k.inner("Add", {k.input({1, 33, 56, 56}), k.input({1, 33, 56, 56})})->outputs[0], true);
+  k.output(k.inner("Mul", {k.input({2, 24, 28, 28}), k.weight({24, 1, 1})})->outputs[0], true);
+  unary("Sigmoid", k.input({1, 40, 45, 7}), {}, true, "Add");
+  unary("Gelu", k.input({3, 77, 100}), {}, true, "", 20);
+  // Run-time BatchNorm parameters, inference and training mode.
+  {
+    const Shape xs = {2, 19, 14, 14};
+    Node* bn = k.inner("BatchNormalization", {k.input(xs), k.input({19}), k.input({19}), k.input({19}), k.input({19}, 0.5f, 1.5f)});
+    k.output(k.inner("Relu", {bn->outputs[0]})->outputs[0], true);
+  }
+  // Rows: Softmax over the last axis and a middle one, LogSoftmax, Hardmax, LayerNorm.
+  unary("Softmax", k.input({4, 128, 77}), {}, true, "Scale");
+  unary("Softmax", k.input({2, 10, 9, 7}), {{"axis", int64_t{2}}}, true);
+  unary("LogSoftmax", k.input({33, 1000}), {}, true);
+  unary("Hardmax", k.input({17, 20}), {}, true);
+  {
+    Node* ln = k.inner("LayerNormalization", {k.input({2, 50, 768}), k.weight({768}), k.weight({768})}, {{"axis", int64_t{-1}}}, 17);
+    k.output(k.inner("Add", {ln->outputs[0], k.input({2, 50, 768})})->outputs[0], true);
+  }
+  // Concat: channels of two and three inputs, with a per-channel scale + ReLU epilogue.
+  {
+    Node* c = k.inner("Concat", {k.input({1, 64, 56, 56}), k.input({1, 32, 56, 56})}, {{"axis", int64_t{1}}});
+    Node* m = k.inner("Mul", {c->outputs[0], k.weight({96, 1, 1})});
+    k.output(k.inner("Relu", {m->outputs[0]})->outputs[0], true);
+    k.output(k.inner("Concat", {k.input({2, 5, 20, 20}), k.input({2, 11, 20, 20}), k.input({2, 3, 20, 20})},
+                     {{"axis", int64_t{1}}})->outputs[0],
+             true);
+    k.output(k.inner("Concat", {k.input({300, 7}), k.input({300, 20})}, {{"axis", int64_t{1}}})->outputs[0], true);
+  }
+  // Transpose by the first output dim longer than 1 (attention heads), InstanceNorm by plane.
+  k.output(k.inner("Transpose", {k.input({1, 50, 12, 64})}, {{"perm", I{0, 2, 1, 3}}})->outputs[0], true);
+  k.output(k.inner("Transpose", {k.input({3, 7, 19, 11})}, {{"perm", I{2, 0, 3, 1}}})->outputs[0], true);
+  k.output(k.inner("InstanceNormalization", {k.input({2, 5, 30, 30}), k.weight({5}), k.weight({5})})->outputs[0], true);
+  SplitCase::Stats s = k.run(passes(false), GetParam());
+  EXPECT_EQ(s.dispatches, 24);
+  EXPECT_EQ(s.split, 24);
+}
+
 // MobileNet blocks fused into one banded InvertedResidual dispatch (AVX-512 only), split
 // by bands of output rows: a part's first band recomputes the expand rows that the
 // unsplit run carries over from the band before. Stride 1 with a residual Add, stride 2,
