@@ -292,7 +292,7 @@ TEST_F(ToolsCliTest, InspectText) {
   for (const char* part : {
            "signature:\n  input 0 'x': 2x3xf32 (24 bytes)\n  output 0 'y': 2x3xf32 (24 bytes)\n"
            "  output 1 'z': 2xi64 (16 bytes)\n",
-           "format version 2, ABI version 1", "compiler: ingot test", "flags: none",
+           "format version 3, ABI version 1", "compiler: ingot test", "flags: none",
            "SIGNATURE", "PLAN", "CONSTANTS", "CODE", "NAMES",
            "plan: 3 steps, 1 kernels, 6 bindings, 1 worker",
            "input0+0:24 arena+0:24  # x_to_arena", "const+0:16 output1+0:16  # weights_to_z",

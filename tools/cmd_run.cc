@@ -26,6 +26,7 @@ struct RunArgs {
   double atol = 1e-4;
   double rtol = 1e-4;
   bool print = true;
+  int device = -1;
 };
 
 // "@y.npy" or "y.npy" -> "y.npy".
@@ -41,7 +42,7 @@ int run_run(const RunArgs& args, Streams& streams) {
   for (const std::string& value : args.expected) reject_flag_like("--expected-output", value);
   std::vector<std::string> paths;
   for (const std::string& value : args.outputs) paths.push_back(output_path(value));
-  Session session(args.module);
+  Session session(args.module, args.device);
   const std::vector<TensorInfo>& outputs = session.outputs();
 
   // Everything the user gave is checked before the module runs.
@@ -126,6 +127,8 @@ CommandFn add_run_command(CLI::App& app) {
                   "compare with (integers and bools exactly)")
       ->allow_extra_args(false)
       ->type_name("TENSOR");
+  cmd->add_option("--device", args->device, "Vulkan modules: the device to run on (see 'ingot devices'; default: the best)")
+      ->check(CLI::Range(0, 1000));
   cmd->add_option("--atol", args->atol, "Absolute tolerance of the comparison (f32 outputs)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -48,10 +48,30 @@ std::vector<Tensor> load_tensors(std::string_view role, std::string_view flag,
 // [-1, 1), integers 0 or 1, bool 0 or 1 (safe for index-like inputs).
 Tensor random_tensor(const TensorInfo& info, std::mt19937_64& rng);
 
+// A Vulkan module's executable (runtime/hal/vulkan), opaque to tools that only invoke.
+struct DeviceExecutable;
+
+// What a Vulkan module does per invoke, fixed when its command buffer is recorded.
+struct DeviceStats {
+  std::string device_name;
+  uint32_t device_index = 0;
+  uint32_t submits_per_invoke = 0, dispatches = 0, barriers = 0, copies = 0, pipelines = 0;
+};
+
 class Session {
  public:
-  // Loads |path| with the hosted runtime and binds a fresh arena. Throws ingot::Error.
-  explicit Session(const std::string& path);
+  // Loads |path| with the hosted runtime and binds a fresh arena; a Vulkan module is
+  // loaded onto device |device| instead (-1: the best one), its command buffer recorded.
+  // Throws ingot::Error.
+  explicit Session(const std::string& path, int device = -1);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  bool on_device() const { return device_ != nullptr; }
+  DeviceStats device_stats() const;
+  // Device time of the last invoke (GPU timestamps), microseconds; < 0 when unknown.
+  double last_device_us() const;
 
   const std::string& path() const { return module_.path(); }
   const ingot_module_t& module() const { return module_.module(); }
@@ -78,6 +98,11 @@ class Session {
   std::vector<AlignedBuffer> output_buffers_;
   std::vector<const void*> input_pointers_;
   std::vector<void*> output_pointers_;
+  std::unique_ptr<DeviceExecutable> device_;
 };
+
+// The Vulkan devices present, as `ingot devices` lists them (empty when none; throws
+// ingot::Error when this ingot was built without Vulkan).
+std::vector<std::string> describe_vulkan_devices(bool& found);
 
 }  // namespace ingot::tools

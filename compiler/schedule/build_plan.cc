@@ -28,7 +28,7 @@ std::string step_label(const Node& n) {
 
 }  // namespace
 
-Plan build_plan(const Graph& graph) {
+Plan build_plan(const Graph& graph, bool with_scratch) {
   Plan plan;
   // Aliases share their source's storage: root[v] is the value that owns the bytes.
   std::map<const Value*, const Value*> root;
@@ -61,7 +61,7 @@ Plan build_plan(const Graph& graph) {
     for (const Value* out : node.outputs) step.bindings.push_back(out);
     for (const EpilogueOp& e : node.epilogue)
       if (e.operand) step.bindings.push_back(e.operand);
-    if (def->scratch_bytes) {
+    if (with_scratch && def->scratch_bytes) {
       if (uint64_t bytes = def->scratch_bytes(node)) {
         auto scratch = std::make_unique<Value>();
         scratch->name = node.name + ".scratch";
@@ -176,7 +176,7 @@ std::string print_plan(const Plan& plan) {
       Storage where = st.kind == INGOT_STEP_COPY && k == 1 ? Storage{INGOT_BASE_OUTPUT, st.copy_output, 0} : plan.storage.at(v);
       b.push_back(fmt::format("%{}@{}", v->name, base_name(where)));
     }
-    s += fmt::format("  {:>3} {} {} [{}]\n", i, st.kind == INGOT_STEP_COPY ? "COPY" : "DISPATCH", st.label, fmt::join(b, ", "));
+    s += fmt::format("  {:>3} {} {} [{}]\n", i, st.kind == INGOT_STEP_COPY ? "COPY" : st.kind == INGOT_STEP_BARRIER ? "BARRIER" : "DISPATCH", st.label, fmt::join(b, ", "));
   }
   return s;
 }

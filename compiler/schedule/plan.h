@@ -53,7 +53,9 @@ struct Plan {
 
 // Orders dispatches, resolves aliases (Reshape and friends cost nothing), routes graph
 // outputs straight to the caller's buffers where possible, and plans the arena.
-Plan build_plan(const Graph& graph);
+// |with_scratch|: give dispatches the arena scratch their C lowering asks for (device
+// kernels need none).
+Plan build_plan(const Graph& graph, bool with_scratch = true);
 
 // Human-readable summary (used by --dump-after=plan and tests).
 std::string print_plan(const Plan& plan);
