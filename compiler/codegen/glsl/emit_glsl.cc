@@ -53,6 +53,9 @@ GlslKernel emit_dispatch(const schedule::Plan& plan, const schedule::PlanStep& s
       // i64 indices: the low word, which holds every index a tensor here can have.
       access += fmt::format("int ldi{b}(uint i) {{ return int({buf}.d[pc.o[{b}] + {i}]); }}\n", fmt::arg("b", b),
                             fmt::arg("buf", buf), fmt::arg("i", v->dtype == DType::I64 ? "2u * i" : "i"));
+    } else if (!writable && v->is_constant()) {
+      // A constant parameter (Slice's starts, Reshape's shape): the generator reads its
+      // value from the node at compile time; the shader never touches it.
     } else {
       fail("{}: the Vulkan lowering of {} takes f32 tensors only, '{}' is {}", node.describe(), node.op_type, v->name,
            dtype_name(v->dtype));
