@@ -11,6 +11,7 @@ PACKAGES=(
   python3 python3-numpy python3-onnx python3-torch python3-torchvision python3-sklearn
   clang-14 libclang-rt-14-dev
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+  libvulkan-dev mesa-vulkan-drivers glslang-tools vulkan-validationlayers spirv-tools
 )
 
 missing=()

@@ -102,6 +102,19 @@ float ingot_ceilf(float x) { return ceil(x); }
 float ingot_roundf(float x) { return roundEven(x); }
 float ingot_sinf(float x) { return sin(x); }
 float ingot_cosf(float x) { return cos(x); }
+float ingot_tanf(float x) { return sin(x) / cos(x); }
+float ingot_asinf(float x) { return asin(x); }
+float ingot_acosf(float x) { return acos(x); }
+float ingot_atanf(float x) { return atan(x); }
+float ingot_sinhf(float x) { return abs(x) < 0.5 ? x * (1.0 + x * x * (1.0 / 6.0 + x * x * (1.0 / 120.0 + x * x / 5040.0))) : 0.5 * (ingot_expf(x) - ingot_expf(-x)); }
+float ingot_coshf(float x) { return 0.5 * (ingot_expf(x) + ingot_expf(-x)); }
+float ingot_asinhf(float x) { float a = abs(x); float r = a < 0.5 ? a * (1.0 - a * a * (1.0 / 6.0 - a * a * (3.0 / 40.0))) : ingot_logf(a + sqrt(a * a + 1.0)); return x < 0.0 ? -r : r; }
+float ingot_acoshf(float x) { return ingot_logf(x + sqrt(x * x - 1.0)); }
+float ingot_atanhf(float x) { float a = abs(x); float r = a < 0.5 ? a * (1.0 + a * a * (1.0 / 3.0 + a * a * (0.2 + a * a / 7.0))) : 0.5 * ingot_logf((1.0 + a) / (1.0 - a)); return x < 0.0 ? -r : r; }
+float ingot_fmodf(float a, float b) { if (b == 0.0 || isnan(a) || isnan(b) || isinf(a)) return INGOT_NAN; if (isinf(b)) return a; float r = a - b * trunc(a / b); if (abs(r) >= abs(b)) r = 0.0; return (r != 0.0 && (r < 0.0) != (a < 0.0)) ? r + (a < 0.0 ? -abs(b) : abs(b)) : r; }
+float ingot_pymodf(float a, float b) { float r = ingot_fmodf(a, b); return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r; }
+#define INGOT_FMOD(a, b) ingot_fmodf((a), (b))
+#define INGOT_PYMOD(a, b) ingot_pymodf((a), (b))
 )GLSL";
 }
 
