@@ -415,6 +415,11 @@ def main():
     ingot = os.path.abspath(args.ingot)
     if not os.access(ingot, os.X_OK):
         sys.exit(f"error: '{args.ingot}' is not an executable")
+    if args.target and args.target.startswith("vulkan"):
+        probe = subprocess.run([ingot, "devices"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            print(f"SKIP: no Vulkan device: {last_line(probe.stderr) or last_line(probe.stdout)}")
+            sys.exit(77)
     node_dir = os.path.join(args.cases, "node")
     if not os.path.isdir(node_dir):
         sys.exit(f"error: no cases in '{node_dir}'; run tests/conformance/generate.py --out {args.cases}")

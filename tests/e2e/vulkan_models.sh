@@ -70,7 +70,7 @@ for m in "${models[@]}"; do
   match=yes
   [ "$failures" -eq "$before" ] || match=no
   "$INGOT" inspect "$mod" --plan --json > "$WORK/$m.inspect.json"
-  "$INGOT" bench "$mod" --input=@"$MODELS_DIR/$m.in.npy" --iterations=3 --warmup=1 --json > "$WORK/$m.bench.json" 2> "$WORK/$m.bench.err" ||
+  "$INGOT" bench "$mod" --input=@"$MODELS_DIR/$m.in.npy" --iterations=2 --warmup=0 --json > "$WORK/$m.bench.json" 2> "$WORK/$m.bench.err" ||
     { cat "$WORK/$m.bench.err" >&2; fail "$m: bench failed"; continue; }
   "$PY" - "$m" "$match" "$WORK/$m.inspect.json" "$WORK/$m.bench.json" <<'PYEOF' || fail "$m: plan counts"
 import json, sys
