@@ -51,6 +51,19 @@ struct ReduceGeometry {
   int64_t reduced_count = 1;  // elements combined into each output
 };
 
+// Data movement as per-dimension offset tables (Tile, Expand, Pad, DepthToSpace,
+// SpaceToDepth): output element k, as coordinates (o_0, ..., o_{r-1}) of `iter` in
+// row-major order (a shape as fine as the op needs), reads input element
+// sum_d map[d][o_d]; an entry of -1 means "outside": the element is the fill value.
+struct MovementMap {
+  Shape iter;
+  std::vector<std::vector<int64_t>> map;
+  double fill = 0;        // Pad's constant value (0 for the others)
+  int fill_input = -1;    // Pad: the fill is input 2, computed at run time
+};
+// |node|'s map when its op is one of those above; false for any other op.
+bool movement_map(const Node& node, MovementMap& out);
+
 GemmGeometry gemm_geometry(const Node& node);
 MatMulGeometry matmul_geometry(const Node& node);
 PoolGeometry pool_geometry(const Node& node);

@@ -35,7 +35,8 @@ GlslKernel emit_dispatch(const schedule::Plan& plan, const schedule::PlanStep& s
   const Node& node = *step.node;
   glsl::GlslGenerator gen = glsl::find_glsl_generator(node);
   if (!gen) fail("{}: op {} has no Vulkan lowering", node.describe(), node.op_type);
-  const bool int_index_input = node.op_type == "Gather";
+  // Integer or bool inputs some generators read: Gather's indices, Where's condition.
+  auto int_input = [&node](size_t i) { return (node.op_type == "Gather" && i == 1) || (node.op_type == "Where" && i == 0); };
   bool used[4] = {false, false, false, false};
   std::string access;
   size_t b = 0;
@@ -53,6 +54,10 @@ GlslKernel emit_dispatch(const schedule::Plan& plan, const schedule::PlanStep& s
       // i64 indices: the low word, which holds every index a tensor here can have.
       access += fmt::format("int ldi{b}(uint i) {{ return int({buf}.d[pc.o[{b}] + {i}]); }}\n", fmt::arg("b", b),
                             fmt::arg("buf", buf), fmt::arg("i", v->dtype == DType::I64 ? "2u * i" : "i"));
+    } else if (int_ok && (v->dtype == DType::Bool || v->dtype == DType::U8)) {
+      // One byte per element, four to a word (the binding is at a 4-byte offset).
+      access += fmt::format("int ldi{b}(uint i) {{ return int(({buf}.d[pc.o[{b}] + (i >> 2)] >> ((i & 3u) * 8u)) & 0xffu); }}\n",
+                            fmt::arg("b", b), fmt::arg("buf", buf));
     } else if (!writable && v->is_constant()) {
       // A constant parameter (Slice's starts, Reshape's shape): the generator reads its
       // value from the node at compile time; the shader never touches it.
@@ -71,7 +76,7 @@ GlslKernel emit_dispatch(const schedule::Plan& plan, const schedule::PlanStep& s
       ctx.in_int.push_back("");
       continue;
     }
-    const size_t k = bind(v, false, int_index_input && i == 1);
+    const size_t k = bind(v, false, int_input(i));
     ctx.in.push_back(v->dtype == DType::F32 ? fmt::format("ld{}", k) : "");
     ctx.in_int.push_back(v->dtype == DType::F32 ? "" : fmt::format("ldi{}", k));
   }

@@ -456,7 +456,7 @@ void gen_reduce(GlslContext& c) {
   for (size_t d = g.in.size(); d-- > 0;)
     if (!g.reduced[d] || g.noop) s += fmt::format("base += (r % {n}u) * {st}u; r /= {n}u;\n", fmt::arg("n", U(g.in[d])), fmt::arg("st", U(is[d])));
   const bool is_max = op == "ReduceMax", is_min = op == "ReduceMin";
-  s += fmt::format("float v = {};\n", is_max ? "-INGOT_INF" : is_min ? "INGOT_INF" : "0.0");
+  s += fmt::format("float v = {};\n", is_max ? "-INGOT_INF" : is_min ? "INGOT_INF" : op == "ReduceProd" ? "1.0" : "0.0");
   std::string off = "uint q = j;\nuint off = 0u;\n";
   for (size_t d = g.in.size(); d-- > 0;)
     if (g.reduced[d] && !g.noop) off += fmt::format("off += (q % {n}u) * {st}u; q /= {n}u;\n", fmt::arg("n", U(g.in[d])), fmt::arg("st", U(is[d])));
@@ -465,12 +465,13 @@ void gen_reduce(GlslContext& c) {
                     : (op == "ReduceSumSquare" || op == "ReduceL2") ? "v += x * x;"
                     : op == "ReduceL1" ? "v += abs(x);"
                     : op == "ReduceLogSumExp" ? "v += ingot_expf(x);"
+                    : op == "ReduceProd" ? "v *= x;"
                     : "v += x;";
   const int64_t count = g.noop ? 1 : g.reduced_count;
   s += fmt::format("for (uint j = 0u; j < {}u; ++j) {{\n{}float x = {}(base + off);\n{}\n}}\n", U(count), off, c.in[0], acc);
   if (op == "ReduceMean") s += fmt::format("v = v / {}.0;\n", count);
   if (op == "ReduceL2") s += "v = sqrt(v);\n";
-  if (op == "ReduceLogSumExp") s += "v = ingot_logf(v);\n";
+  if (op == "ReduceLogSumExp" || op == "ReduceLogSum") s += "v = ingot_logf(v);\n";
   if (count == 0 && (is_max || is_min)) s += "v = 0.0;\n";
   c.body = s + c.store("v", "idx");
 }
@@ -556,6 +557,86 @@ void gen_gather(GlslContext& c) {
            c.store("v", "idx");
 }
 
+// Tile, Expand, Pad, DepthToSpace, SpaceToDepth: per-dimension offset tables, affine
+// ones as arithmetic, the rest as constant arrays in the shader.
+void gen_movement(GlslContext& c) {
+  const Node& node = c.node;
+  ops::MovementMap m;
+  if (!ops::movement_map(node, m)) fail("{}: op {} has no Vulkan lowering", node.describe(), node.op_type);
+  c.items = num_elements(m.iter);
+  c.name = fmt::format("f32_{}_{}", node.op_type, shape_name(node.outputs[0]->shape));
+  std::string s = "uint r = idx;\nint src = 0;\nbool outside = false;\n";
+  bool any_outside = false;
+  for (size_t d = m.iter.size(); d-- > 0;) {
+    const std::vector<int64_t>& v = m.map[d];
+    s += fmt::format("uint c{d} = r % {n}u; r /= {n}u;\n", fmt::arg("d", d), fmt::arg("n", u(m.iter[d], node)));
+    bool affine = true, outside = false;
+    const int64_t step = v.size() > 1 ? v[1] - v[0] : 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      outside = outside || v[i] < 0;
+      affine = affine && v[i] >= 0 && v[i] == v[0] + static_cast<int64_t>(i) * step;
+    }
+    any_outside = any_outside || outside;
+    if (affine) {
+      if (!v.empty()) s += fmt::format("src += {} + int(c{}) * ({});\n", u(v[0], node), d, step);
+      continue;
+    }
+    std::string table;
+    for (int64_t x : v) {
+      if (x > INT32_MAX) fail("{}: offset {} exceeds the device kernels' 32-bit indices", node.describe(), x);
+      table += (table.empty() ? "" : ", ") + std::to_string(x);
+    }
+    c.helpers += fmt::format("const int map{}_[{}] = int[{}]({});\n", d, v.size(), v.size(), table);
+    s += fmt::format("{{ int t = map{d}_[c{d}]; outside = outside || t < 0; src += max(t, 0); }}\n", fmt::arg("d", d));
+  }
+  const std::string fill = m.fill_input >= 0 ? c.in[m.fill_input] + "(0u)"
+                                             : glsl_expr(ops::c_float(m.fill));
+  s += any_outside ? fmt::format("float v = outside ? {} : {}(uint(src));\n", fill, c.in[0])
+                   : fmt::format("float v = {}(uint(src));\n", c.in[0]);
+  c.body = s + c.store("v", "idx");
+}
+
+// InstanceNormalization: a workgroup per (image, channel) plane.
+void gen_instance_norm(GlslContext& c) {
+  const Node& node = c.node;
+  const Shape& x = node.inputs[0]->shape;
+  if (x.size() < 3) fail("{}: input must have rank >= 3", node.describe());
+  int64_t plane = 1;
+  for (size_t d = 2; d < x.size(); ++d) plane *= x[d];
+  const float eps = node.attr_float("epsilon", 1e-5f);
+  c.name = fmt::format("f32_instancenorm_{}x{}", x[0] * x[1], plane);
+  row_kernel(c, x[0] * x[1],
+             fmt::format(R"(    uint base = row * {n}u, ch = row % {C}u;
+    float s = 0.0;
+    for (uint k = lid; k < {n}u; k += 64u) s += {x}(base + k);
+    float mean = wg_sum(s) / {n}.0;
+    float q = 0.0;
+    for (uint k = lid; k < {n}u; k += 64u) {{ float d = {x}(base + k) - mean; q += d * d; }}
+    float inv = 1.0 / sqrt(wg_sum(q) / {n}.0 + {eps});
+    for (uint k = lid; k < {n}u; k += 64u) {{
+      float v = ({x}(base + k) - mean) * inv * {scale}(ch) + {bias}(ch);
+{store}
+    }}
+)",
+                         fmt::arg("n", u(plane, node)), fmt::arg("C", u(x[1], node)), fmt::arg("x", c.in[0]),
+                         fmt::arg("eps", ops::c_float(eps)), fmt::arg("scale", c.in[1]), fmt::arg("bias", c.in[2]),
+                         fmt::arg("store", c.store("v", "base + k"))));
+}
+
+// Where(cond, x, y) with a bool (or integer) condition, all broadcast.
+void gen_where(GlslContext& c) {
+  const Node& node = c.node;
+  if (c.in_int[0].empty()) fail("{}: Where's condition must be bool", node.describe());
+  const Shape& out = node.outputs[0]->shape;
+  c.items = node.outputs[0]->numel();
+  c.name = fmt::format("f32_where_{}", shape_name(out));
+  c.body = fmt::format("float v = {}({}) != 0 ? {}({}) : {}({});\n", c.in_int[0],
+                       ops::broadcast_index_expr(out, node.inputs[0]->shape, "idx"), c.in[1],
+                       ops::broadcast_index_expr(out, node.inputs[1]->shape, "idx"), c.in[2],
+                       ops::broadcast_index_expr(out, node.inputs[2]->shape, "idx")) +
+           c.store("v", "idx");
+}
+
 const std::map<std::string, GlslGenerator>& generators() {
   static const std::map<std::string, GlslGenerator> table = {
       {"Conv", gen_conv},
@@ -580,6 +661,15 @@ const std::map<std::string, GlslGenerator>& generators() {
       {"Slice", gen_slice},
       {"Concat", gen_concat},
       {"Gather", gen_gather},
+      {"Tile", gen_movement},
+      {"Expand", gen_movement},
+      {"Pad", gen_movement},
+      {"DepthToSpace", gen_movement},
+      {"SpaceToDepth", gen_movement},
+      {"InstanceNormalization", gen_instance_norm},
+      {"Where", gen_where},
+      {"ReduceProd", gen_reduce},
+      {"ReduceLogSum", gen_reduce},
       {"Sum", gen_variadic},
       {"Mean", gen_variadic},
       {"Max", gen_variadic},

@@ -18,25 +18,25 @@ struct GlslContext {
   const Node& node;
   // Per node input (empty for an omitted one): a GLSL function `float f(uint i)` reading
   // element i, and for integer inputs `int f(uint i)` (low word of an i64).
-  std::vector<std::string> in;
-  std::vector<std::string> in_int;
+  std::vector<std::string> in{};
+  std::vector<std::string> in_int{};
   // Statements that apply the fused epilogue to `var` (the output element at flat index
   // `flat`) and store it into output 0.
-  std::function<std::string(const std::string& var, const std::string& flat)> store;
+  std::function<std::string(const std::string& var, const std::string& flat)> store{};
   bool subgroups = true;  // reductions may use subgroup arithmetic
 
   // Filled by the generator. Grid form: `items` invocations, each running `body` with
   // `uint idx` its item (a grid-stride loop covers any count). Workgroup form (`main`
   // non-empty): the whole main(), run on `groups` workgroups of `local_size`.
   uint64_t items = 0;
-  std::string body;
-  std::string main;
+  std::string body{};
+  std::string main{};
   uint64_t groups = 0;
   uint32_t local_size = 64;
-  std::string helpers;        // file-scope declarations (shared arrays, functions)
+  std::string helpers{};      // file-scope declarations (shared arrays, functions)
   uint32_t shared_bytes = 0;  // shared memory the helpers declare
   bool uses_subgroups = false;
-  std::string name;           // kernel name for tools: f32_conv_igemm_...
+  std::string name{};         // kernel name for tools: f32_conv_igemm_...
 };
 
 using GlslGenerator = void (*)(GlslContext& ctx);

@@ -168,6 +168,10 @@ static void ingot_vk_describe_(VkPhysicalDevice pd, ingot_vulkan_device_info_t* 
   d->max_compute_shared_memory_size = props.limits.maxComputeSharedMemorySize;
   d->max_compute_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i) d->max_compute_workgroup_count[i] = props.limits.maxComputeWorkGroupCount[i];
+  /* Test hook: INGOT_VULKAN_HIDE=subgroup-arithmetic makes a device look as if it
+   * lacked subgroup arithmetic, so the refusal path can be exercised on any device. */
+  const char* hide = getenv("INGOT_VULKAN_HIDE");
+  if (hide != NULL && strstr(hide, "subgroup-arithmetic") != NULL) d->subgroup_arithmetic = 0;
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(pd, &mem);
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
