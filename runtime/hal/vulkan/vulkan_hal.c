@@ -254,21 +254,27 @@ static ingot_status_t ingot_vk_buffer_(ingot_vulkan_executable_t* e, VkDeviceSiz
   vkGetBufferMemoryRequirements(e->device, out->buffer, &req);
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(e->physical, &mem);
-  int type = -1;
+  /* The first preference whose memory type exists and whose heap has room (a small
+   * host-visible device-local heap, say, falls back to the next). */
   VkMemoryPropertyFlags got = 0;
-  for (const VkMemoryPropertyFlags* w = want; type < 0 && *w != 0; ++w) {
-    type = ingot_vk_memory_type_(&mem, req.memoryTypeBits, *w);
+  VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+  int found = 0;
+  for (const VkMemoryPropertyFlags* w = want; *w != 0 && r != VK_SUCCESS; ++w) {
+    const int type = ingot_vk_memory_type_(&mem, req.memoryTypeBits, *w);
+    if (type < 0) continue;
+    found = 1;
+    VkMemoryAllocateInfo alloc = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex = (uint32_t)type;
+    r = vkAllocateMemory(e->device, &alloc, NULL, &out->memory);
     got = *w;
   }
-  if (type < 0) {
+  if (!found) {
     ingot_vk_error_(error, error_size, "Vulkan device has no suitable memory for the %s buffer", what);
     return INGOT_UNSUPPORTED;
   }
-  VkMemoryAllocateInfo alloc = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  alloc.allocationSize = req.size;
-  alloc.memoryTypeIndex = (uint32_t)type;
-  VkResult r = vkAllocateMemory(e->device, &alloc, NULL, &out->memory);
   if (r != VK_SUCCESS) {
+    out->memory = VK_NULL_HANDLE;
     ingot_vk_error_(error, error_size, "Vulkan: cannot allocate %llu bytes for the %s buffer: %s",
                     (unsigned long long)req.size, what, ingot_vk_result_name_(r));
     return INGOT_UNSUPPORTED;
