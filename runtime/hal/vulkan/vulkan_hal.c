@@ -86,8 +86,8 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL ingot_vk_debug_(VkDebugUtilsMessageSeverit
   if (is_error && count != NULL) ++*count;
   /* The loader's general notes ("env var VK_INSTANCE_LAYERS defined ...") are not findings. */
   if (!is_error && type == VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT) return VK_FALSE;
-  fprintf(stderr, "vulkan %s: %s\n",
-          (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? "validation error" : "validation warning",
+  const int validation = (type & VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT) != 0;
+  fprintf(stderr, "vulkan %s %s: %s\n", validation ? "validation" : "loader", is_error ? "error" : "warning",
           data && data->pMessage ? data->pMessage : "");
   return VK_FALSE;
 }
