@@ -99,6 +99,20 @@ for m in kws_dscnn tiny_transformer; do
   check_run "$m" "$WORK/$m.basic.ingot"
 done
 
+# The same module bytes from every compile; --strip and --weights=external work as on the CPU.
+m=${models[0]}
+"$INGOT" compile "$MODELS_DIR/$m.onnx" -o "$WORK/$m.again.ingot" --target=vulkan > /dev/null
+cmp -s "$WORK/$m.ingot" "$WORK/$m.again.ingot" || fail "$m: two Vulkan compiles differ"
+"$INGOT" compile "$MODELS_DIR/$m.onnx" -o "$WORK/$m.ext.ingot" --target=vulkan --strip --weights=external > /dev/null ||
+  fail "$m: --strip --weights=external"
+[ -f "$WORK/$m.ext.ingot.weights" ] || fail "$m: no external weights file"
+check_run "$m" "$WORK/$m.ext.ingot"
+set +e
+msg=$("$INGOT" compile "$MODELS_DIR/$m.onnx" -o "$WORK/$m.c" --target=vulkan --output-format=c 2>&1)
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "compiles to a module only" <<<"$msg" || fail "$m: --output-format=c for vulkan: exit $rc, '$msg'"
+
 # A perturbed reference must fail with exit status 1.
 m=${models[0]}
 "$PY" -c "import sys, numpy as np; r=np.load(sys.argv[1]); r.flat[0] += 1.0 + abs(r.flat[0]); np.save(sys.argv[2], r)" \
