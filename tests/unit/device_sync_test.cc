@@ -110,7 +110,8 @@ TEST(DeviceSyncTest, EqualShapesShareOnePipeline) {
   // Sigmoid twice from arena to arena at different offsets: one shader, two steps.
   Graph g;
   Value* v = add_input(g, "x", {32});
-  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Sigmoid", "Exp"}) v = add_op(g, op, {v}, {}, 13, 1, op)->outputs[0];
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "Sigmoid", "Exp"})
+    v = add_op(g, op, {v}, {}, 13, 1, op)->outputs[0];
   g.outputs = {v};
   schedule::Plan plan = schedule::build_plan(g, false);
   schedule::insert_barriers(plan);

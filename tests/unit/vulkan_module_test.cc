@@ -83,7 +83,8 @@ TEST(VulkanModuleTest, SpirvSectionRoundTrips) {
   EXPECT_EQ(l.module.spirv->max_workgroup_size, 64u);
   EXPECT_EQ(l.module.spirv->max_shared_bytes, 256u);
   EXPECT_EQ(l.module.spirv_kernels[1].code_size, 8u);
-  const uint32_t* words = reinterpret_cast<const uint32_t*>(l.module.spirv_section + l.module.spirv_kernels[1].code_offset);
+  const uint32_t* words =
+      reinterpret_cast<const uint32_t*>(l.module.spirv_section + l.module.spirv_kernels[1].code_offset);
   EXPECT_EQ(words[0], 0x07230203u);
   EXPECT_EQ(words[1], 4u);
   // Kernels run on the device: no CPU code can be attached.

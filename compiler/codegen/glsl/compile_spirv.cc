@@ -38,11 +38,10 @@ bool on_path(const std::string& tool) {
 
 }  // namespace
 
-std::vector<std::vector<uint32_t>> compile_spirv(const std::vector<GlslKernel>& kernels,
-                                                 const target::Target& target, const SpirvOptions& options) {
+std::vector<std::vector<uint32_t>> compile_spirv(const std::vector<GlslKernel>& kernels, const target::Target& target,
+                                                 const SpirvOptions& options) {
   const std::string compiler = options.compiler.empty() ? target.cc : options.compiler;
-  if (!on_path(compiler))
-    fail("the shader compiler '{}' is not installed (Debian package glslang-tools)", compiler);
+  if (!on_path(compiler)) fail("the shader compiler '{}' is not installed (Debian package glslang-tools)", compiler);
   std::string tmpl = (fs::temp_directory_path() / "ingot-spv-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) fail("cannot create a temporary folder: {}", std::strerror(errno));
   const fs::path dir = tmpl;
@@ -71,7 +70,8 @@ std::vector<std::vector<uint32_t>> compile_spirv(const std::vector<GlslKernel>& 
     if (run_tool(argv, log.string()) != 0)
       fail("shader compiler failed on kernel {} ({}): {}", i, kernels[i].name, first_error_line(slurp(log)));
     const std::string bytes = slurp(spv);
-    if (bytes.empty() || bytes.size() % 4 != 0) fail("shader compiler wrote no SPIR-V for kernel {} ({})", i, kernels[i].name);
+    if (bytes.empty() || bytes.size() % 4 != 0)
+      fail("shader compiler wrote no SPIR-V for kernel {} ({})", i, kernels[i].name);
     std::vector<uint32_t> words(bytes.size() / 4);
     std::memcpy(words.data(), bytes.data(), bytes.size());
     out.push_back(std::move(words));

@@ -19,7 +19,7 @@ struct SpirvOptions {
 // One SPIR-V module per kernel, in order. Throws Error naming the kernel and the
 // compiler's first error line when a shader does not compile, or naming the compiler
 // when it cannot be run (with the Debian package that provides it).
-std::vector<std::vector<uint32_t>> compile_spirv(const std::vector<GlslKernel>& kernels,
-                                                 const target::Target& target, const SpirvOptions& options);
+std::vector<std::vector<uint32_t>> compile_spirv(const std::vector<GlslKernel>& kernels, const target::Target& target,
+                                                 const SpirvOptions& options);
 
 }  // namespace ingot::codegen

@@ -16,10 +16,14 @@ namespace {
 // ingot_base_t.
 const char* buffer_name(ingot_base_t base) {
   switch (base) {
-    case INGOT_BASE_ARENA: return "b_arena";
-    case INGOT_BASE_CONSTANTS: return "b_const";
-    case INGOT_BASE_INPUT: return "b_in";
-    case INGOT_BASE_OUTPUT: return "b_out";
+    case INGOT_BASE_ARENA:
+      return "b_arena";
+    case INGOT_BASE_CONSTANTS:
+      return "b_const";
+    case INGOT_BASE_INPUT:
+      return "b_in";
+    case INGOT_BASE_OUTPUT:
+      return "b_out";
   }
   return "b_arena";
 }
@@ -36,7 +40,9 @@ GlslKernel emit_dispatch(const schedule::Plan& plan, const schedule::PlanStep& s
   glsl::GlslGenerator gen = glsl::find_glsl_generator(node);
   if (!gen) fail("{}: op {} has no Vulkan lowering", node.describe(), node.op_type);
   // Integer or bool inputs some generators read: Gather's indices, Where's condition.
-  auto int_input = [&node](size_t i) { return (node.op_type == "Gather" && i == 1) || (node.op_type == "Where" && i == 0); };
+  auto int_input = [&node](size_t i) {
+    return (node.op_type == "Gather" && i == 1) || (node.op_type == "Where" && i == 0);
+  };
   bool used[4] = {false, false, false, false};
   std::string access;
   size_t b = 0;
@@ -56,8 +62,9 @@ GlslKernel emit_dispatch(const schedule::Plan& plan, const schedule::PlanStep& s
                             fmt::arg("buf", buf), fmt::arg("i", v->dtype == DType::I64 ? "2u * i" : "i"));
     } else if (int_ok && (v->dtype == DType::Bool || v->dtype == DType::U8)) {
       // One byte per element, four to a word (the binding is at a 4-byte offset).
-      access += fmt::format("int ldi{b}(uint i) {{ return int(({buf}.d[pc.o[{b}] + (i >> 2)] >> ((i & 3u) * 8u)) & 0xffu); }}\n",
-                            fmt::arg("b", b), fmt::arg("buf", buf));
+      access += fmt::format(
+          "int ldi{b}(uint i) {{ return int(({buf}.d[pc.o[{b}] + (i >> 2)] >> ((i & 3u) * 8u)) & 0xffu); }}\n",
+          fmt::arg("b", b), fmt::arg("buf", buf));
     } else if (!writable && v->is_constant()) {
       // A constant parameter (Slice's starts, Reshape's shape): the generator reads its
       // value from the node at compile time; the shader never touches it.
@@ -84,7 +91,8 @@ GlslKernel emit_dispatch(const schedule::Plan& plan, const schedule::PlanStep& s
     fail("{}: {} with {} outputs has no Vulkan lowering", node.describe(), node.op_type, node.outputs.size());
   const size_t out = bind(node.outputs[0], true, false);
   std::vector<std::string> operands;
-  for (const EpilogueOp& e : node.epilogue) operands.push_back(e.operand ? fmt::format("ld{}", bind(e.operand, false, false)) : "");
+  for (const EpilogueOp& e : node.epilogue)
+    operands.push_back(e.operand ? fmt::format("ld{}", bind(e.operand, false, false)) : "");
   // step.scratch is never bound by device kernels; build_plan leaves it out for them.
   const Shape out_shape = node.outputs[0]->shape;
   ctx.store = [&node, operands, out_shape, out](const std::string& var, const std::string& flat) {
@@ -93,7 +101,9 @@ GlslKernel emit_dispatch(const schedule::Plan& plan, const schedule::PlanStep& s
       const EpilogueOp& e = node.epilogue[k];
       const ops::OpDef* d = ops::find_op(e.op_type);
       if (!d || !d->c_expr) fail("{}: fused {} has no Vulkan form", node.describe(), e.op_type);
-      std::string other = e.operand ? fmt::format("{}({})", operands[k], ops::broadcast_index_expr(out_shape, e.operand->shape, "f_")) : "";
+      std::string other =
+          e.operand ? fmt::format("{}({})", operands[k], ops::broadcast_index_expr(out_shape, e.operand->shape, "f_"))
+                    : "";
       std::string a = e.anchor_is_lhs || !e.operand ? "e_" : other;
       std::string bb = e.anchor_is_lhs ? other : "e_";
       s += fmt::format("            e_ = float({});\n", glsl::glsl_expr(d->c_expr(e.attrs, a, bb)));
@@ -110,8 +120,10 @@ GlslKernel emit_dispatch(const schedule::Plan& plan, const schedule::PlanStep& s
   k.subgroups = ctx.uses_subgroups;
   std::string main = ctx.main;
   if (main.empty()) {
-    groups = static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>((ctx.items + ctx.local_size - 1) / ctx.local_size, 1), 65535));
-    if (ctx.items > INT32_MAX) fail("{}: {} items exceed the device kernels' 32-bit indices", node.describe(), ctx.items);
+    groups = static_cast<uint32_t>(
+        std::min<uint64_t>(std::max<uint64_t>((ctx.items + ctx.local_size - 1) / ctx.local_size, 1), 65535));
+    if (ctx.items > INT32_MAX)
+      fail("{}: {} items exceed the device kernels' 32-bit indices", node.describe(), ctx.items);
     main = fmt::format(
         "void main() {{\n"
         "  for (uint idx = gl_GlobalInvocationID.x; idx < {}u; idx += gl_NumWorkGroups.x * {}u) {{\n{}  }}\n}}\n",

@@ -23,8 +23,8 @@ struct GlslKernel {
 
 struct GlslProgram {
   std::vector<GlslKernel> kernels;
-  std::vector<int> step_kernel;         // per plan step: kernel index, -1 for others
-  std::vector<uint32_t> step_groups;    // per plan step: workgroups to dispatch (x)
+  std::vector<int> step_kernel;       // per plan step: kernel index, -1 for others
+  std::vector<uint32_t> step_groups;  // per plan step: workgroups to dispatch (x)
 };
 
 // |subgroups|: reductions may use subgroup arithmetic (the module then requires it).

@@ -169,8 +169,10 @@ void gemv(GlslContext& c, const GemmShader& g) {
 }
 
 void gemm_or_gemv(GlslContext& c, const GemmShader& g) {
-  if (g.M <= 4 && g.K >= 64) gemv(c, g);
-  else tiled_gemm(c, g);
+  if (g.M <= 4 && g.K >= 64)
+    gemv(c, g);
+  else
+    tiled_gemm(c, g);
 }
 
 // ---- elementwise ---------------------------------------------------------------------
@@ -207,10 +209,14 @@ void gen_variadic(GlslContext& c) {
   std::string body;
   for (size_t k = 0; k < node.inputs.size(); ++k) {
     std::string x = fmt::format("{}({})", c.in[k], ops::broadcast_index_expr(y->shape, node.inputs[k]->shape, "idx"));
-    if (k == 0) body += "float v = " + x + ";\n";
-    else if (op == "Max") body += fmt::format("v = ingot_fmaxf_nan(v, {});\n", x);
-    else if (op == "Min") body += fmt::format("v = ingot_fminf_nan(v, {});\n", x);
-    else body += fmt::format("v += {};\n", x);
+    if (k == 0)
+      body += "float v = " + x + ";\n";
+    else if (op == "Max")
+      body += fmt::format("v = ingot_fmaxf_nan(v, {});\n", x);
+    else if (op == "Min")
+      body += fmt::format("v = ingot_fminf_nan(v, {});\n", x);
+    else
+      body += fmt::format("v += {};\n", x);
   }
   if (op == "Mean") body += fmt::format("v = v / {}.0;\n", node.inputs.size());
   c.body = body + c.store("v", "idx");
@@ -231,8 +237,9 @@ void gen_conv(GlslContext& c) {
     // Depthwise: one invocation per output, the taps straight from the input plane.
     c.items = w.N * cg.OC * OHW;
     c.name = fmt::format("f32_dwconv{}x{}_s{}_{}", w.KH, w.KW, w.SW, shape_name(node.outputs[0]->shape));
-    c.body = fmt::format(
-        R"(uint ow = idx % {OW}u, oh = (idx / {OW}u) % {OH}u, ch = (idx / {OHW}u) % {OC}u, img = idx / ({OHW}u * {OC}u);
+    c.body =
+        fmt::format(
+            R"(uint ow = idx % {OW}u, oh = (idx / {OW}u) % {OH}u, ch = (idx / {OHW}u) % {OC}u, img = idx / ({OHW}u * {OC}u);
 float v = {bias};
 uint xbase = (img * {C}u + ch) * {HW}u;
 for (int kh = 0; kh < {KH}; ++kh) {{
@@ -245,12 +252,12 @@ for (int kh = 0; kh < {KH}; ++kh) {{
   }}
 }}
 )",
-        fmt::arg("OW", U(w.OW)), fmt::arg("OH", U(w.OH)), fmt::arg("OHW", U(OHW)), fmt::arg("OC", U(cg.OC)),
-        fmt::arg("bias", bias ? c.in[2] + "(ch)" : "0.0"), fmt::arg("C", U(w.C)), fmt::arg("HW", U(w.H * w.W)),
-        fmt::arg("KH", U(w.KH)), fmt::arg("KW", U(w.KW)), fmt::arg("SH", U(w.SH)), fmt::arg("SW", U(w.SW)),
-        fmt::arg("PH", U(w.PH)), fmt::arg("PW", U(w.PW)), fmt::arg("DH", U(w.DH)), fmt::arg("DW", U(w.DW)),
-        fmt::arg("H", U(w.H)), fmt::arg("W", U(w.W)), fmt::arg("x", c.in[0]), fmt::arg("wt", c.in[1]),
-        fmt::arg("KK", U(KK))) +
+            fmt::arg("OW", U(w.OW)), fmt::arg("OH", U(w.OH)), fmt::arg("OHW", U(OHW)), fmt::arg("OC", U(cg.OC)),
+            fmt::arg("bias", bias ? c.in[2] + "(ch)" : "0.0"), fmt::arg("C", U(w.C)), fmt::arg("HW", U(w.H * w.W)),
+            fmt::arg("KH", U(w.KH)), fmt::arg("KW", U(w.KW)), fmt::arg("SH", U(w.SH)), fmt::arg("SW", U(w.SW)),
+            fmt::arg("PH", U(w.PH)), fmt::arg("PW", U(w.PW)), fmt::arg("DH", U(w.DH)), fmt::arg("DW", U(w.DW)),
+            fmt::arg("H", U(w.H)), fmt::arg("W", U(w.W)), fmt::arg("x", c.in[0]), fmt::arg("wt", c.in[1]),
+            fmt::arg("KK", U(KK))) +
         c.store("v", "idx");
     return;
   }
@@ -264,8 +271,7 @@ for (int kh = 0; kh < {KH}; ++kh) {{
   g.K = cg.ICG * KK;
   g.load_a = fmt::format("{}(((bt % {G}u) * {OCG}u + m) * {K}u + k)", c.in[1], fmt::arg("G", U(cg.G)),
                          fmt::arg("OCG", U(cg.OCG)), fmt::arg("K", U(g.K)));
-  g.load_b = fmt::format(
-      "ingot_im2col_(bt, k, n)");
+  g.load_b = fmt::format("ingot_im2col_(bt, k, n)");
   c.helpers += fmt::format(
       R"(float ingot_im2col_(uint bt, uint k, uint n) {{
   uint img = bt / {G}u, grp = bt % {G}u;
@@ -296,12 +302,15 @@ void gen_gemm(GlslContext& c) {
   g.M = gg.M;
   g.N = gg.N;
   g.K = gg.K;
-  g.load_a = gg.trans_a ? fmt::format("{}(k * {}u + m)", c.in[0], U(gg.M)) : fmt::format("{}(m * {}u + k)", c.in[0], U(gg.K));
-  g.load_b = gg.trans_b ? fmt::format("{}(n * {}u + k)", c.in[1], U(gg.K)) : fmt::format("{}(k * {}u + n)", c.in[1], U(gg.N));
+  g.load_a =
+      gg.trans_a ? fmt::format("{}(k * {}u + m)", c.in[0], U(gg.M)) : fmt::format("{}(m * {}u + k)", c.in[0], U(gg.K));
+  g.load_b =
+      gg.trans_b ? fmt::format("{}(n * {}u + k)", c.in[1], U(gg.K)) : fmt::format("{}(k * {}u + n)", c.in[1], U(gg.N));
   g.finish = fmt::format("          v *= {};", ops::c_float(gg.alpha));
   if (node.input(2) && gg.beta != 0.0f)
-    g.finish += fmt::format("\n          v += {} * {}({});", ops::c_float(gg.beta), c.in[2],
-                            ops::broadcast_index_expr({gg.M, gg.N}, node.inputs[2]->shape, fmt::format("m * {}u + n", U(gg.N))));
+    g.finish += fmt::format(
+        "\n          v += {} * {}({});", ops::c_float(gg.beta), c.in[2],
+        ops::broadcast_index_expr({gg.M, gg.N}, node.inputs[2]->shape, fmt::format("m * {}u + n", U(gg.N))));
   g.out_flat = fmt::format("m * {}u + n", U(gg.N));
   c.name = fmt::format("f32_gemm_{}x{}x{}{}", gg.M, gg.N, gg.K, gg.M <= 4 && gg.K >= 64 ? "_gemv" : "_tiled");
   gemm_or_gemv(c, g);
@@ -321,7 +330,8 @@ void gen_matmul(GlslContext& c) {
   g.load_a = fmt::format("{}(({}) * {}u + m * {}u + k)", c.in[0], ba, U(mg.M * mg.K), U(mg.K));
   g.load_b = fmt::format("{}(({}) * {}u + k * {}u + n)", c.in[1], bb, U(mg.K * mg.N), U(mg.N));
   g.out_flat = fmt::format("(bt * {}u + m) * {}u + n", U(mg.M), U(mg.N));
-  c.name = fmt::format("f32_matmul_{}x{}x{}x{}{}", g.batch, mg.M, mg.N, mg.K, mg.M <= 4 && mg.K >= 64 ? "_gemv" : "_tiled");
+  c.name =
+      fmt::format("f32_matmul_{}x{}x{}x{}{}", g.batch, mg.M, mg.N, mg.K, mg.M <= 4 && mg.K >= 64 ? "_gemv" : "_tiled");
   gemm_or_gemv(c, g);
 }
 
@@ -344,14 +354,17 @@ void gen_pool(GlslContext& c) {
   for (size_t d = 0; d < sd; ++d) {
     int64_t stride = 1;
     for (size_t e = d + 1; e < sd; ++e) stride *= g.in[e];
-    inner += fmt::format("int p{d} = o{d} * {s} - {pb} + k{d} * {dl};\ninside = inside && p{d} >= 0 && p{d} < {n};\n"
-                         "off += uint(max(p{d}, 0)) * {st}u;\n",
-                         fmt::arg("d", d), fmt::arg("s", U(g.strides[d])), fmt::arg("pb", U(g.pb[d])),
-                         fmt::arg("dl", U(g.dilations[d])), fmt::arg("n", U(g.in[d])), fmt::arg("st", U(stride)));
+    inner += fmt::format(
+        "int p{d} = o{d} * {s} - {pb} + k{d} * {dl};\ninside = inside && p{d} >= 0 && p{d} < {n};\n"
+        "off += uint(max(p{d}, 0)) * {st}u;\n",
+        fmt::arg("d", d), fmt::arg("s", U(g.strides[d])), fmt::arg("pb", U(g.pb[d])), fmt::arg("dl", U(g.dilations[d])),
+        fmt::arg("n", U(g.in[d])), fmt::arg("st", U(stride)));
   }
-  inner += fmt::format("if (inside) {{\n  float x = {}(plane * {}u + off);\n  {}\n  ++count;\n}}\n", c.in[0], U(g.in_size()),
-                       is_max ? "if (x > v || count == 0u || (isnan(x) && !isnan(v))) v = x;" : "v += x;");
-  for (size_t d = sd; d-- > 0;) inner = fmt::format("for (int k{} = 0; k{} < {}; ++k{}) {{\n{}}}\n", d, d, U(g.kernel[d]), d, inner);
+  inner +=
+      fmt::format("if (inside) {{\n  float x = {}(plane * {}u + off);\n  {}\n  ++count;\n}}\n", c.in[0], U(g.in_size()),
+                  is_max ? "if (x > v || count == 0u || (isnan(x) && !isnan(v))) v = x;" : "v += x;");
+  for (size_t d = sd; d-- > 0;)
+    inner = fmt::format("for (int k{} = 0; k{} < {}; ++k{}) {{\n{}}}\n", d, d, U(g.kernel[d]), d, inner);
   s += inner;
   if (!is_max) {
     if (include_pad) {
@@ -377,15 +390,16 @@ void gen_global_pool(GlslContext& c) {
   const bool is_max = node.op_type == "GlobalMaxPool";
   if (node.op_type == "GlobalLpPool") fail("{}: GlobalLpPool has no Vulkan lowering", node.describe());
   c.name = fmt::format("f32_global{}pool_{}x{}", is_max ? "max" : "avg", x[0] * x[1], hw);
-  row_kernel(c, x[0] * x[1],
-             fmt::format("    float s = {init};\n"
-                         "    for (uint k = lid; k < {hw}u; k += 64u) {{ float x = {x}(row * {hw}u + k); s = {acc}; }}\n"
-                         "    float v = {red};\n"
-                         "    if (lid == 0u) {{\n{store}\n    }}\n",
-                         fmt::arg("init", is_max ? "-INGOT_INF" : "0.0"), fmt::arg("hw", u(hw, node)),
-                         fmt::arg("x", c.in[0]), fmt::arg("acc", is_max ? "max(s, x)" : "s + x"),
-                         fmt::arg("red", is_max ? "wg_max(s)" : fmt::format("wg_sum(s) / {}.0", hw)),
-                         fmt::arg("store", c.store("v", "row"))));
+  row_kernel(
+      c, x[0] * x[1],
+      fmt::format("    float s = {init};\n"
+                  "    for (uint k = lid; k < {hw}u; k += 64u) {{ float x = {x}(row * {hw}u + k); s = {acc}; }}\n"
+                  "    float v = {red};\n"
+                  "    if (lid == 0u) {{\n{store}\n    }}\n",
+                  fmt::arg("init", is_max ? "-INGOT_INF" : "0.0"), fmt::arg("hw", u(hw, node)), fmt::arg("x", c.in[0]),
+                  fmt::arg("acc", is_max ? "max(s, x)" : "s + x"),
+                  fmt::arg("red", is_max ? "wg_max(s)" : fmt::format("wg_sum(s) / {}.0", hw)),
+                  fmt::arg("store", c.store("v", "row"))));
 }
 
 // ---- row ops: Softmax, LogSoftmax, LayerNormalization --------------------------------
@@ -417,17 +431,20 @@ void gen_softmax(GlslContext& c) {
 
 void gen_layer_norm(GlslContext& c) {
   const Node& node = c.node;
-  if (node.outputs.size() > 1) fail("{}: LayerNormalization's Mean/InvStdDev outputs have no Vulkan lowering", node.describe());
+  if (node.outputs.size() > 1)
+    fail("{}: LayerNormalization's Mean/InvStdDev outputs have no Vulkan lowering", node.describe());
   const ops::LayerNormGeometry g = ops::layer_norm_geometry(node);
   const float eps = node.attr_float("epsilon", 1e-5f);
   auto U = [&](int64_t v) { return u(v, node); };
   c.name = fmt::format("f32_layernorm_{}x{}", g.outer, g.inner);
-  std::string scale = fmt::format("{}({})", c.in[1], ops::broadcast_index_expr(g.inner_shape, node.inputs[1]->shape, "k"));
-  std::string bias = node.input(2)
-                         ? fmt::format(" + {}({})", c.in[2], ops::broadcast_index_expr(g.inner_shape, node.inputs[2]->shape, "k"))
-                         : "";
-  row_kernel(c, g.outer,
-             fmt::format(R"(    uint base = row * {n}u;
+  std::string scale =
+      fmt::format("{}({})", c.in[1], ops::broadcast_index_expr(g.inner_shape, node.inputs[1]->shape, "k"));
+  std::string bias = node.input(2) ? fmt::format(" + {}({})", c.in[2],
+                                                 ops::broadcast_index_expr(g.inner_shape, node.inputs[2]->shape, "k"))
+                                   : "";
+  row_kernel(
+      c, g.outer,
+      fmt::format(R"(    uint base = row * {n}u;
     float s = 0.0;
     for (uint k = lid; k < {n}u; k += 64u) s += {x}(base + k);
     float mean = wg_sum(s) / {n}.0;
@@ -439,8 +456,8 @@ void gen_layer_norm(GlslContext& c) {
 {store}
     }}
 )",
-                         fmt::arg("n", U(g.inner)), fmt::arg("x", c.in[0]), fmt::arg("eps", ops::c_float(eps)),
-                         fmt::arg("scale", scale), fmt::arg("bias", bias), fmt::arg("store", c.store("v", "base + k"))));
+                  fmt::arg("n", U(g.inner)), fmt::arg("x", c.in[0]), fmt::arg("eps", ops::c_float(eps)),
+                  fmt::arg("scale", scale), fmt::arg("bias", bias), fmt::arg("store", c.store("v", "base + k"))));
 }
 
 // ---- reductions over any axes (one invocation per output) ----------------------------
@@ -454,21 +471,28 @@ void gen_reduce(GlslContext& c) {
   c.name = fmt::format("f32_{}_{}_to_{}", op, shape_name(g.in), shape_name(g.out));
   std::string s = "uint r = idx;\nuint base = 0u;\n";
   for (size_t d = g.in.size(); d-- > 0;)
-    if (!g.reduced[d] || g.noop) s += fmt::format("base += (r % {n}u) * {st}u; r /= {n}u;\n", fmt::arg("n", U(g.in[d])), fmt::arg("st", U(is[d])));
+    if (!g.reduced[d] || g.noop)
+      s += fmt::format("base += (r % {n}u) * {st}u; r /= {n}u;\n", fmt::arg("n", U(g.in[d])), fmt::arg("st", U(is[d])));
   const bool is_max = op == "ReduceMax", is_min = op == "ReduceMin";
-  s += fmt::format("float v = {};\n", is_max ? "-INGOT_INF" : is_min ? "INGOT_INF" : op == "ReduceProd" ? "1.0" : "0.0");
+  s += fmt::format("float v = {};\n", is_max               ? "-INGOT_INF"
+                                      : is_min             ? "INGOT_INF"
+                                      : op == "ReduceProd" ? "1.0"
+                                                           : "0.0");
   std::string off = "uint q = j;\nuint off = 0u;\n";
   for (size_t d = g.in.size(); d-- > 0;)
-    if (g.reduced[d] && !g.noop) off += fmt::format("off += (q % {n}u) * {st}u; q /= {n}u;\n", fmt::arg("n", U(g.in[d])), fmt::arg("st", U(is[d])));
-  std::string acc = is_max ? "v = ingot_fmaxf_nan(v, x);"
-                    : is_min ? "v = ingot_fminf_nan(v, x);"
+    if (g.reduced[d] && !g.noop)
+      off +=
+          fmt::format("off += (q % {n}u) * {st}u; q /= {n}u;\n", fmt::arg("n", U(g.in[d])), fmt::arg("st", U(is[d])));
+  std::string acc = is_max                                          ? "v = ingot_fmaxf_nan(v, x);"
+                    : is_min                                        ? "v = ingot_fminf_nan(v, x);"
                     : (op == "ReduceSumSquare" || op == "ReduceL2") ? "v += x * x;"
-                    : op == "ReduceL1" ? "v += abs(x);"
-                    : op == "ReduceLogSumExp" ? "v += ingot_expf(x);"
-                    : op == "ReduceProd" ? "v *= x;"
-                    : "v += x;";
+                    : op == "ReduceL1"                              ? "v += abs(x);"
+                    : op == "ReduceLogSumExp"                       ? "v += ingot_expf(x);"
+                    : op == "ReduceProd"                            ? "v *= x;"
+                                                                    : "v += x;";
   const int64_t count = g.noop ? 1 : g.reduced_count;
-  s += fmt::format("for (uint j = 0u; j < {}u; ++j) {{\n{}float x = {}(base + off);\n{}\n}}\n", U(count), off, c.in[0], acc);
+  s += fmt::format("for (uint j = 0u; j < {}u; ++j) {{\n{}float x = {}(base + off);\n{}\n}}\n", U(count), off, c.in[0],
+                   acc);
   if (op == "ReduceMean") s += fmt::format("v = v / {}.0;\n", count);
   if (op == "ReduceL2") s += "v = sqrt(v);\n";
   if (op == "ReduceLogSumExp" || op == "ReduceLogSum") s += "v = ingot_logf(v);\n";
@@ -482,7 +506,8 @@ std::string strided_gather(const Node& node, const std::string& in, const Shape&
                            const std::vector<int64_t>& step) {
   std::string s = fmt::format("uint r = idx;\nint src = {};\n", base);
   for (size_t d = out.size(); d-- > 0;)
-    s += fmt::format("src += int(r % {n}u) * ({st}); r /= {n}u;\n", fmt::arg("n", u(out[d], node)), fmt::arg("st", step[d]));
+    s += fmt::format("src += int(r % {n}u) * ({st}); r /= {n}u;\n", fmt::arg("n", u(out[d], node)),
+                     fmt::arg("st", step[d]));
   return s + fmt::format("float v = {}(uint(src));\n", in);
 }
 
@@ -589,8 +614,7 @@ void gen_movement(GlslContext& c) {
     c.helpers += fmt::format("const int map{}_[{}] = int[{}]({});\n", d, v.size(), v.size(), table);
     s += fmt::format("{{ int t = map{d}_[c{d}]; outside = outside || t < 0; src += max(t, 0); }}\n", fmt::arg("d", d));
   }
-  const std::string fill = m.fill_input >= 0 ? c.in[m.fill_input] + "(0u)"
-                                             : glsl_expr(ops::c_float(m.fill));
+  const std::string fill = m.fill_input >= 0 ? c.in[m.fill_input] + "(0u)" : glsl_expr(ops::c_float(m.fill));
   s += any_outside ? fmt::format("float v = outside ? {} : {}(uint(src));\n", fill, c.in[0])
                    : fmt::format("float v = {}(uint(src));\n", c.in[0]);
   c.body = s + c.store("v", "idx");

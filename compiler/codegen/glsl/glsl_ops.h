@@ -36,7 +36,7 @@ struct GlslContext {
   std::string helpers{};      // file-scope declarations (shared arrays, functions)
   uint32_t shared_bytes = 0;  // shared memory the helpers declare
   bool uses_subgroups = false;
-  std::string name{};         // kernel name for tools: f32_conv_igemm_...
+  std::string name{};  // kernel name for tools: f32_conv_igemm_...
 };
 
 using GlslGenerator = void (*)(GlslContext& ctx);

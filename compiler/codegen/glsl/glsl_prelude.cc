@@ -120,13 +120,14 @@ float ingot_pymodf(float a, float b) { float r = ingot_fmodf(a, b); return (r !=
 
 std::string glsl_expr(const std::string& c_expr) {
   static const std::pair<const char*, const char*> kRewrites[] = {
-      {"__builtin_sqrtf(", "sqrt("}, {"(-1.0f/0.0f)", "(-INGOT_INF)"}, {"(1.0f/0.0f)", "INGOT_INF"},
-      {"(0.0f/0.0f)", "INGOT_NAN"}, {"(-1.0f / 0.0f)", "(-INGOT_INF)"}, {"(1.0f / 0.0f)", "INGOT_INF"},
+      {"__builtin_sqrtf(", "sqrt("}, {"(-1.0f/0.0f)", "(-INGOT_INF)"},   {"(1.0f/0.0f)", "INGOT_INF"},
+      {"(0.0f/0.0f)", "INGOT_NAN"},  {"(-1.0f / 0.0f)", "(-INGOT_INF)"}, {"(1.0f / 0.0f)", "INGOT_INF"},
   };
   std::string s = c_expr;
   for (const auto& [from, to] : kRewrites) {
     const std::string f = from;
-    for (size_t at = 0; (at = s.find(f, at)) != std::string::npos; at += std::string(to).size()) s.replace(at, f.size(), to);
+    for (size_t at = 0; (at = s.find(f, at)) != std::string::npos; at += std::string(to).size())
+      s.replace(at, f.size(), to);
   }
   return s;
 }

@@ -55,32 +55,41 @@ static void ingot_vk_error_(char* error, size_t error_size, const char* format, 
 
 static const char* ingot_vk_result_name_(VkResult r) {
   switch (r) {
-    case VK_ERROR_OUT_OF_HOST_MEMORY: return "out of host memory";
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "out of device memory";
-    case VK_ERROR_INITIALIZATION_FAILED: return "initialization failed";
-    case VK_ERROR_DEVICE_LOST: return "device lost";
-    case VK_ERROR_LAYER_NOT_PRESENT: return "layer not present";
-    case VK_ERROR_EXTENSION_NOT_PRESENT: return "extension not present";
-    case VK_ERROR_FEATURE_NOT_PRESENT: return "feature not present";
-    case VK_ERROR_INCOMPATIBLE_DRIVER: return "no compatible Vulkan driver";
-    case VK_TIMEOUT: return "timeout";
-    default: return "Vulkan error";
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      return "out of host memory";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+      return "out of device memory";
+    case VK_ERROR_INITIALIZATION_FAILED:
+      return "initialization failed";
+    case VK_ERROR_DEVICE_LOST:
+      return "device lost";
+    case VK_ERROR_LAYER_NOT_PRESENT:
+      return "layer not present";
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+      return "extension not present";
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+      return "feature not present";
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return "no compatible Vulkan driver";
+    case VK_TIMEOUT:
+      return "timeout";
+    default:
+      return "Vulkan error";
   }
 }
 
-#define INGOT_VK_CHECK(call, what)                                                              \
-  do {                                                                                           \
-    VkResult r_ = (call);                                                                        \
-    if (r_ != VK_SUCCESS) {                                                                      \
+#define INGOT_VK_CHECK(call, what)                                                                                \
+  do {                                                                                                            \
+    VkResult r_ = (call);                                                                                         \
+    if (r_ != VK_SUCCESS) {                                                                                       \
       ingot_vk_error_(error, error_size, "Vulkan: %s failed: %s (%d)", what, ingot_vk_result_name_(r_), (int)r_); \
-      return INGOT_UNSUPPORTED;                                                                  \
-    }                                                                                            \
+      return INGOT_UNSUPPORTED;                                                                                   \
+    }                                                                                                             \
   } while (0)
 
 static VKAPI_ATTR VkBool32 VKAPI_CALL ingot_vk_debug_(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                                     VkDebugUtilsMessageTypeFlagsEXT type,
-                                                     const VkDebugUtilsMessengerCallbackDataEXT* data,
-                                                     void* user) {
+                                                      VkDebugUtilsMessageTypeFlagsEXT type,
+                                                      const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
   uint32_t* count = (uint32_t*)user;
   const int is_error = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) != 0;
   if (is_error && count != NULL) ++*count;
@@ -119,7 +128,8 @@ static ingot_status_t ingot_vk_create_instance_(VkInstance* out, VkDebugUtilsMes
   VkDebugUtilsMessengerCreateInfoEXT debug = {VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   const int with_debug = errors != NULL && ingot_vk_has_instance_extension_(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   if (with_debug) {
-    debug.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    debug.messageSeverity =
+        VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
     debug.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                         VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
     debug.pfnUserCallback = ingot_vk_debug_;
@@ -130,8 +140,10 @@ static ingot_status_t ingot_vk_create_instance_(VkInstance* out, VkDebugUtilsMes
   }
   VkResult r = vkCreateInstance(&info, NULL, out);
   if (r != VK_SUCCESS) {
-    ingot_vk_error_(error, error_size, "no Vulkan device: cannot create a Vulkan instance (%s); install a driver "
-                    "(Debian: mesa-vulkan-drivers)", ingot_vk_result_name_(r));
+    ingot_vk_error_(error, error_size,
+                    "no Vulkan device: cannot create a Vulkan instance (%s); install a driver "
+                    "(Debian: mesa-vulkan-drivers)",
+                    ingot_vk_result_name_(r));
     return INGOT_UNSUPPORTED;
   }
   if (with_debug && messenger != NULL) {
@@ -191,7 +203,8 @@ static ingot_status_t ingot_vk_physical_devices_(VkInstance instance, VkPhysical
   *count = 0;
   INGOT_VK_CHECK(vkEnumeratePhysicalDevices(instance, count, NULL), "vkEnumeratePhysicalDevices");
   if (*count == 0) {
-    ingot_vk_error_(error, error_size, "no Vulkan device: the Vulkan loader found no device "
+    ingot_vk_error_(error, error_size,
+                    "no Vulkan device: the Vulkan loader found no device "
                     "(Debian: mesa-vulkan-drivers provides lavapipe, a CPU implementation)");
     return INGOT_UNSUPPORTED;
   }
@@ -225,15 +238,21 @@ ingot_status_t ingot_vulkan_list_devices(ingot_vulkan_device_info_t* out, uint32
 /* A discrete GPU first, then integrated, virtual, other, and a CPU implementation last. */
 static int ingot_vk_rank_(uint32_t type) {
   switch (type) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 4;
-    default: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return 4;
+    default:
+      return 3;
   }
 }
 
-static int ingot_vk_memory_type_(const VkPhysicalDeviceMemoryProperties* mem, uint32_t bits, VkMemoryPropertyFlags need) {
+static int ingot_vk_memory_type_(const VkPhysicalDeviceMemoryProperties* mem, uint32_t bits,
+                                 VkMemoryPropertyFlags need) {
   for (uint32_t i = 0; i < mem->memoryTypeCount; ++i)
     if ((bits & (1u << i)) && (mem->memoryTypes[i].propertyFlags & need) == need) return (int)i;
   return -1;
@@ -433,8 +452,10 @@ static ingot_status_t ingot_vk_check_module_(const ingot_vulkan_executable_t* e,
     return INGOT_UNSUPPORTED;
   }
   if ((h->device_features & INGOT_DEVICE_FEATURE_SUBGROUP_ARITHMETIC) && !d->subgroup_arithmetic) {
-    ingot_vk_error_(error, error_size, "device '%s' lacks subgroup arithmetic in compute shaders, which this module's "
-                    "shaders need (compile with --target=vulkan-basic)", d->name);
+    ingot_vk_error_(error, error_size,
+                    "device '%s' lacks subgroup arithmetic in compute shaders, which this module's "
+                    "shaders need (compile with --target=vulkan-basic)",
+                    d->name);
     return INGOT_UNSUPPORTED;
   }
   if (h->max_workgroup_size > d->max_compute_workgroup_invocations) {
@@ -456,16 +477,18 @@ static ingot_status_t ingot_vk_check_module_(const ingot_vulkan_executable_t* e,
   static const char* names[4] = {"arena", "constants", "inputs", "outputs"};
   for (int i = 0; i < 4; ++i)
     if (sizes[i] > d->max_storage_buffer_range) {
-      ingot_vk_error_(error, error_size, "the %s buffer (%llu bytes) exceeds device '%s''s maxStorageBufferRange (%llu)",
-                      names[i], (unsigned long long)sizes[i], d->name, (unsigned long long)d->max_storage_buffer_range);
+      ingot_vk_error_(error, error_size,
+                      "the %s buffer (%llu bytes) exceeds device '%s''s maxStorageBufferRange (%llu)", names[i],
+                      (unsigned long long)sizes[i], d->name, (unsigned long long)d->max_storage_buffer_range);
       return INGOT_UNSUPPORTED;
     }
   for (uint32_t s = 0; s < m->plan->step_count; ++s) {
     const ingot_step_t* step = &m->steps[s];
     if (step->kind != INGOT_STEP_DISPATCH) continue;
     if (step->wg_begin != 0 || step->wg_end == 0 || step->wg_end > d->max_compute_workgroup_count[0]) {
-      ingot_vk_error_(error, error_size, "step %u dispatches workgroups [%u, %u), which device '%s' cannot (at most %u)",
-                      s, step->wg_begin, step->wg_end, d->name, d->max_compute_workgroup_count[0]);
+      ingot_vk_error_(error, error_size,
+                      "step %u dispatches workgroups [%u, %u), which device '%s' cannot (at most %u)", s,
+                      step->wg_begin, step->wg_end, d->name, d->max_compute_workgroup_count[0]);
       return INGOT_UNSUPPORTED;
     }
     if (step->binding_count * 4u > h->push_constant_bytes) {
@@ -569,12 +592,14 @@ static ingot_status_t ingot_vk_create_(ingot_vulkan_executable_t* e, int device_
     e->output_offsets[i] = out_bytes;
     out_bytes = ingot_vk_align_(out_bytes + m->outputs[i].byte_size);
   }
-  const VkBufferUsageFlags storage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                     VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  const VkMemoryPropertyFlags device_first[] = {VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 0};
+  const VkBufferUsageFlags storage =
+      VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  const VkMemoryPropertyFlags device_first[] = {VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                                                VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 0};
   const VkMemoryPropertyFlags constants_first[] = {
       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-      VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0};
+      VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+      0};
   const VkMemoryPropertyFlags host_first[] = {
       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0};
@@ -582,8 +607,10 @@ static ingot_status_t ingot_vk_create_(ingot_vulkan_executable_t* e, int device_
                                          &e->arena, "arena", error, error_size));
   INGOT_RETURN_IF_ERROR(ingot_vk_buffer_(e, ingot_vk_align_(m->constants_size) + 64, storage, constants_first,
                                          &e->constants, "constants", error, error_size));
-  INGOT_RETURN_IF_ERROR(ingot_vk_buffer_(e, in_bytes + 64, storage, host_first, &e->inputs, "inputs", error, error_size));
-  INGOT_RETURN_IF_ERROR(ingot_vk_buffer_(e, out_bytes + 64, storage, host_first, &e->outputs, "outputs", error, error_size));
+  INGOT_RETURN_IF_ERROR(
+      ingot_vk_buffer_(e, in_bytes + 64, storage, host_first, &e->inputs, "inputs", error, error_size));
+  INGOT_RETURN_IF_ERROR(
+      ingot_vk_buffer_(e, out_bytes + 64, storage, host_first, &e->outputs, "outputs", error, error_size));
   if (e->inputs.mapped == NULL || e->outputs.mapped == NULL) {
     ingot_vk_error_(error, error_size, "device '%s' has no host-visible memory for inputs and outputs", info.name);
     return INGOT_UNSUPPORTED;
@@ -679,7 +706,8 @@ static ingot_status_t ingot_vk_create_(ingot_vulkan_executable_t* e, int device_
     VkResult r = vkCreateComputePipelines(e->device, VK_NULL_HANDLE, 1, &cp, NULL, &e->pipelines[k]);
     vkDestroyShaderModule(e->device, shader, NULL);
     if (r != VK_SUCCESS) {
-      ingot_vk_error_(error, error_size, "Vulkan: cannot create the pipeline of kernel %u: %s", k, ingot_vk_result_name_(r));
+      ingot_vk_error_(error, error_size, "Vulkan: cannot create the pipeline of kernel %u: %s", k,
+                      ingot_vk_result_name_(r));
       return INGOT_UNSUPPORTED;
     }
   }
@@ -741,8 +769,8 @@ ingot_status_t ingot_vulkan_invoke(ingot_vulkan_executable_t* e, const void* con
     memcpy(outputs[i], (const uint8_t*)e->outputs.mapped + e->output_offsets[i], (size_t)m->outputs[i].byte_size);
   if (e->timestamps) {
     uint64_t t[2];
-    if (vkGetQueryPoolResults(e->device, e->timestamps, 0, 2, sizeof(t), t, sizeof(uint64_t),
-                              VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
+    if (vkGetQueryPoolResults(e->device, e->timestamps, 0, 2, sizeof(t), t, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT) ==
+        VK_SUCCESS)
       e->last_device_ns = (double)(t[1] - t[0]) * e->timestamp_period_ns;
   }
   return INGOT_OK;

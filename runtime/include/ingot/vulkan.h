@@ -24,7 +24,7 @@ extern "C" {
 /* One Vulkan device, as `ingot devices` lists it. */
 typedef struct ingot_vulkan_device_info_t {
   char name[256];
-  uint32_t type;        /* VkPhysicalDeviceType: 1 integrated, 2 discrete, 3 virtual, 4 cpu */
+  uint32_t type; /* VkPhysicalDeviceType: 1 integrated, 2 discrete, 3 virtual, 4 cpu */
   uint32_t vendor_id, device_id;
   uint32_t api_version; /* VK_MAKE_API_VERSION form */
   uint64_t max_storage_buffer_range;
@@ -43,7 +43,7 @@ typedef struct ingot_vulkan_device_info_t {
  * |*out_count| to the number of devices. INGOT_UNSUPPORTED with a one-line |error| when
  * no Vulkan loader or driver is present. */
 INGOT_MUST_USE ingot_status_t ingot_vulkan_list_devices(ingot_vulkan_device_info_t* out, uint32_t capacity,
-                                                       uint32_t* out_count, char* error, size_t error_size);
+                                                        uint32_t* out_count, char* error, size_t error_size);
 
 typedef struct ingot_vulkan_executable_t ingot_vulkan_executable_t;
 
@@ -51,7 +51,7 @@ typedef struct ingot_vulkan_executable_t ingot_vulkan_executable_t;
 typedef struct ingot_vulkan_stats_t {
   uint32_t submits_per_invoke;
   uint32_t dispatches;
-  uint32_t barriers;   /* plan barriers recorded (the final device-to-host barrier not counted) */
+  uint32_t barriers; /* plan barriers recorded (the final device-to-host barrier not counted) */
   uint32_t copies;
   uint32_t pipelines;
   uint32_t device_index;
@@ -68,13 +68,13 @@ typedef struct ingot_vulkan_stats_t {
  * beyond the device's limits, a Vulkan call that failed. Caller frees with
  * ingot_vulkan_executable_destroy. */
 INGOT_MUST_USE ingot_status_t ingot_vulkan_executable_create(const ingot_module_t* module, int device_index,
-                                                            ingot_vulkan_executable_t** out, char* error,
-                                                            size_t error_size);
+                                                             ingot_vulkan_executable_t** out, char* error,
+                                                             size_t error_size);
 
 /* Runs the plan once: inputs[i] (the signature's byte size each) in, outputs[j] out.
  * One queue submission. Not thread-safe per executable. */
 INGOT_MUST_USE ingot_status_t ingot_vulkan_invoke(ingot_vulkan_executable_t* exe, const void* const* inputs,
-                                                 void* const* outputs, char* error, size_t error_size);
+                                                  void* const* outputs, char* error, size_t error_size);
 
 /* Device time of the last invoke in nanoseconds (GPU timestamps around the whole
  * command buffer), or -1 when the queue has no timestamps. */
