@@ -12,6 +12,7 @@ PACKAGES=(
   python3-dev pybind11-dev python3-pybind11 python3-pytest pkg-config
   clang-14 libclang-rt-14-dev
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+  libvulkan-dev mesa-vulkan-drivers glslang-tools vulkan-validationlayers spirv-tools
 )
 
 missing=()

@@ -327,6 +327,9 @@ SizeBreakdown module_size_breakdown(const ingot_module_t& module, uint64_t file_
         out.bytes[index_of(SizePart::kKernels)] += e.size - first;
         break;
       }
+      case INGOT_SECTION_SPIRV:  // device kernels
+        out.bytes[index_of(SizePart::kKernels)] += e.size;
+        break;
       case INGOT_SECTION_CONSTANTS:
         out.bytes[index_of(module.external_weights ? SizePart::kMetadata : SizePart::kWeights)] += e.size;
         break;

@@ -50,6 +50,7 @@ int ingot_main(int argc, const char* const* argv, std::ostream& out, std::ostrea
     commands["run"] = add_run_command(app);
     commands["bench"] = add_bench_command(app);
     commands["inspect"] = add_inspect_command(app);
+    commands["devices"] = add_devices_command(app);
 
     try {
       app.parse(argc, argv);

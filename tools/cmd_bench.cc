@@ -37,6 +37,7 @@ struct BenchArgs {
   bool flush_denormals = false;
   uint32_t threads = 0;  // 0: one per plan worker
   std::string trace;     // Chrome trace-event JSON of one observed run
+  int device = -1;
 };
 
 // Accumulates the time each step takes, for --per-step and --trace. Called from
@@ -233,7 +234,7 @@ nlohmann::ordered_json step_report_json(const StepReport& report) {
 int run_bench(const BenchArgs& args, Streams& streams) {
   for (const std::string& value : args.inputs) reject_flag_like("--input", value);
   if (args.flush_denormals) flush_denormals_to_zero();
-  Session session(args.module, args.threads);
+  Session session(args.module, args.threads, args.device);
   std::vector<Tensor> inputs;
   const bool random_inputs = args.inputs.empty() && !session.inputs().empty();
   if (random_inputs) {
@@ -243,8 +244,31 @@ int run_bench(const BenchArgs& args, Streams& streams) {
   }
   session.set_inputs(inputs);
 
-  const LatencyStats stats = time_invocations([&session] { session.invoke(); }, args.iterations, args.warmup);
-  if (!args.trace.empty()) write_trace(session, args.trace);
+  if (args.per_step && session.on_device())
+    fail("--per-step is for CPU modules; a Vulkan module runs as one command buffer per invoke");
+  // Device modules: the device's own time (timestamps around the command buffer) and
+  // what the host adds around it (copies in and out, submit, wait, wake-up).
+  std::vector<double> device_micros, overhead_micros;
+  int calls = 0;
+  const LatencyStats stats = time_invocations(
+      [&] {
+        const auto start = std::chrono::steady_clock::now();
+        session.invoke();
+        const auto end = std::chrono::steady_clock::now();
+        if (calls++ >= args.warmup && session.on_device() && session.last_device_us() >= 0) {
+          device_micros.push_back(session.last_device_us());
+          overhead_micros.push_back(std::chrono::duration<double, std::micro>(end - start).count() -
+                                    session.last_device_us());
+        }
+      },
+      args.iterations, args.warmup);
+  const bool device_times = !device_micros.empty();
+  const LatencyStats device_stats = device_times ? summarize(device_micros) : LatencyStats{};
+  const LatencyStats overhead_stats = device_times ? summarize(overhead_micros) : LatencyStats{};
+  if (!args.trace.empty()) {
+    if (session.on_device()) fail("--trace is for CPU modules; a Vulkan module runs as one command buffer per invoke");
+    write_trace(session, args.trace);
+  }
 
   if (args.json) {
     BenchSetup setup;
@@ -257,6 +281,18 @@ int run_bench(const BenchArgs& args, Streams& streams) {
     setup.workers = session.module().plan->worker_count;
     setup.threads = session.threads();
     nlohmann::ordered_json report = bench_json(setup, stats);
+    if (session.on_device()) {
+      const DeviceStats d = session.device_stats();
+      report["device"] = {{"name", d.device_name},       {"index", d.device_index},
+                          {"submits_per_invoke", d.submits_per_invoke}, {"dispatches", d.dispatches},
+                          {"barriers", d.barriers},      {"copies", d.copies},
+                          {"pipelines", d.pipelines}};
+      if (device_times) {
+        report["device"]["device_us_median"] = device_stats.median;
+        report["device"]["host_overhead_us_median"] = overhead_stats.median;
+        report["device"]["host_overhead_us_min"] = overhead_stats.min;
+      }
+    }
     if (args.per_step) {
       report["per_step"] = step_report_json(profile_steps(session, std::max(1, args.iterations / 4), args.peak_gflops));
     }
@@ -276,6 +312,15 @@ int run_bench(const BenchArgs& args, Streams& streams) {
                              "{:>10.2f}  us\n",
                              stats.min, stats.median, stats.p90, stats.p99, stats.max, stats.mean,
                              stats.stddev);
+  if (session.on_device()) {
+    const DeviceStats d = session.device_stats();
+    streams.out << fmt::format("device {}: {} | per invoke: {} submit, {} dispatches, {} barriers, {} copies | {} pipelines\n",
+                               d.device_index, d.device_name, d.submits_per_invoke, d.dispatches, d.barriers, d.copies,
+                               d.pipelines);
+    if (device_times)
+      streams.out << fmt::format("device time median {:.2f} us; host overhead per invoke median {:.2f} us (min {:.2f})\n",
+                                 device_stats.median, overhead_stats.median, overhead_stats.min);
+  }
   if (args.per_step) {
     print_step_report(profile_steps(session, std::max(1, args.iterations / 4), args.peak_gflops), streams);
   }
@@ -312,6 +357,8 @@ CommandFn add_bench_command(CLI::App& app) {
       ->type_name("PATH");
   cmd->add_flag("--per-step", args->per_step,
                 "Also time each plan step, slowest first, with its GFLOP/s, share of the core's peak and GB/s");
+  cmd->add_option("--device", args->device, "Vulkan modules: the device to run on (see 'ingot devices'; default: the best)")
+      ->check(CLI::Range(0, 1000));
   cmd->add_option("--peak", args->peak_gflops,
                   "fp32 peak of one core in GFLOP/s for --per-step (default: measured by a short FMA probe)")
       ->check(CLI::PositiveNumber)

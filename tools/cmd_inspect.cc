@@ -425,6 +425,48 @@ int inspect_other(const InspectArgs& args, const std::vector<uint8_t>& bytes, St
   return kExitOk;
 }
 
+// Vulkan modules: what one invoke submits to the device, counted from the plan (the
+// command buffer the HAL records holds exactly these commands).
+struct DeviceSummary {
+  uint32_t dispatches = 0, barriers = 0, copies = 0;
+};
+
+DeviceSummary device_summary(const ingot_module_t& m) {
+  DeviceSummary d;
+  for (uint32_t s = 0; s < m.plan->step_count; ++s) {
+    const uint16_t kind = m.steps[s].kind;
+    d.dispatches += kind == INGOT_STEP_DISPATCH;
+    d.barriers += kind == INGOT_STEP_BARRIER;
+    d.copies += kind == INGOT_STEP_COPY && m.steps[s].wg_end > 0;
+  }
+  return d;
+}
+
+json device_json(const ingot_module_t& m) {
+  const DeviceSummary d = device_summary(m);
+  json needs = json::array();
+  if (m.spirv->device_features & INGOT_DEVICE_FEATURE_SUBGROUP_ARITHMETIC) needs.push_back("subgroup_arithmetic");
+  return {{"api", "vulkan"},
+          {"submits_per_invoke", m.spirv->submits_per_invoke},
+          {"dispatches", d.dispatches},
+          {"barriers", d.barriers},
+          {"copies", d.copies},
+          {"pipelines", m.spirv->kernel_count},
+          {"needs", needs},
+          {"max_workgroup_size", m.spirv->max_workgroup_size},
+          {"max_shared_bytes", m.spirv->max_shared_bytes}};
+}
+
+void print_device(const ingot_module_t& m, std::ostream& out) {
+  const DeviceSummary d = device_summary(m);
+  out << fmt::format("\ndevice: Vulkan, {} submit per invoke: {} dispatches, {} barriers, {} copies; {} pipelines\n",
+                     m.spirv->submits_per_invoke, d.dispatches, d.barriers, d.copies, m.spirv->kernel_count);
+  out << fmt::format("  needs: {}; workgroups up to {} invocations, {} bytes of shared memory\n",
+                     (m.spirv->device_features & INGOT_DEVICE_FEATURE_SUBGROUP_ARITHMETIC) ? "subgroup arithmetic"
+                                                                                             : "Vulkan 1.1 core only",
+                     m.spirv->max_workgroup_size, m.spirv->max_shared_bytes);
+}
+
 int run_inspect(const InspectArgs& args, Streams& streams) {
   {
     // Objects, libraries, executables and C artifacts are sized; anything else goes to
@@ -471,6 +513,7 @@ int run_inspect(const InspectArgs& args, Streams& streams) {
       report["size"]["ingot_without_weights"] = parts.ingot_without_weights();
     }
     if (all || args.plan) report["plan"] = plan_json(view);
+    if ((all || args.plan) && module.spirv) report["device"] = device_json(module);
     if (all || args.memory) report["memory"] = memory_json(view);
     streams.out << dump_json(report) << "\n";
     return kExitOk;
@@ -480,6 +523,7 @@ int run_inspect(const InspectArgs& args, Streams& streams) {
     print_size(view, streams.out);
     print_parts(parts, streams.out);
   }
+  if ((all || args.plan) && module.spirv) print_device(module, streams.out);
   if (all || args.plan) print_plan(view, streams.out);
   if (all || args.memory) print_memory(view, streams.out);
   return kExitOk;

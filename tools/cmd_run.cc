@@ -27,6 +27,7 @@ struct RunArgs {
   double rtol = 1e-4;
   bool print = true;
   uint32_t threads = 0;  // 0: one per plan worker
+  int device = -1;
 };
 
 // "@y.npy" or "y.npy" -> "y.npy".
@@ -42,7 +43,7 @@ int run_run(const RunArgs& args, Streams& streams) {
   for (const std::string& value : args.expected) reject_flag_like("--expected-output", value);
   std::vector<std::string> paths;
   for (const std::string& value : args.outputs) paths.push_back(output_path(value));
-  Session session(args.module, args.threads);
+  Session session(args.module, args.threads, args.device);
   const std::vector<TensorInfo>& outputs = session.outputs();
 
   // Everything the user gave is checked before the module runs.
@@ -127,6 +128,8 @@ CommandFn add_run_command(CLI::App& app) {
                   "compare with (integers and bools exactly)")
       ->allow_extra_args(false)
       ->type_name("TENSOR");
+  cmd->add_option("--device", args->device, "Vulkan modules: the device to run on (see 'ingot devices'; default: the best)")
+      ->check(CLI::Range(0, 1000));
   cmd->add_option("--atol", args->atol, "Absolute tolerance of the comparison (f32 outputs)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -56,6 +56,7 @@ driver::CompileOptions compile_options(const CompileArgs& args);
 CommandFn add_run_command(CLI::App& app);
 CommandFn add_bench_command(CLI::App& app);
 CommandFn add_inspect_command(CLI::App& app);
+CommandFn add_devices_command(CLI::App& app);
 
 // "NAME:1x3x224x224" (the name may itself contain ':'; the last one separates).
 // Throws ingot::Error naming |text| on a bad value.

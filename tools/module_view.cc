@@ -163,6 +163,7 @@ std::string arch_name(uint32_t arch) {
     case INGOT_ARCH_X86_64: return "x86_64";
     case INGOT_ARCH_AARCH64: return "aarch64";
     case INGOT_ARCH_ARM_CORTEX_M: return "cortex-m";
+    case INGOT_ARCH_VULKAN: return "vulkan";
   }
   return fmt::format("arch#{}", arch);
 }
@@ -193,6 +194,7 @@ std::string section_kind_name(uint32_t kind) {
     case INGOT_SECTION_CODE: return "CODE";
     case INGOT_SECTION_NAMES: return "NAMES";
     case INGOT_SECTION_WORK: return "WORK";
+    case INGOT_SECTION_SPIRV: return "SPIRV";
   }
   return fmt::format("section#{}", kind);
 }

@@ -9,6 +9,10 @@
 
 #include "compiler/ir/error.h"
 
+#if defined(INGOT_HAVE_VULKAN)
+#include "ingot/vulkan.h"
+#endif
+
 namespace ingot::tools {
 namespace {
 
@@ -112,17 +116,37 @@ std::vector<Tensor> random_tensors(const std::vector<TensorInfo>& signature, uin
   return tensors;
 }
 
-Session::Session(const std::string& path, uint32_t threads) : module_(path) {
+struct DeviceExecutable {
+#if defined(INGOT_HAVE_VULKAN)
+  ingot_vulkan_executable_t* exe = nullptr;
+  ~DeviceExecutable() { ingot_vulkan_executable_destroy(exe); }
+#endif
+};
+
+Session::Session(const std::string& path, uint32_t threads, int device) : module_(path) {
   inputs_ = module_inputs(module());
   outputs_ = module_outputs(module());
-  arena_ = AlignedBuffer(ingot_module_arena_size(&module()));
-  check_context_status(ingot_context_initialize(&module(), arena_.data(), arena_.size(), &context_),
-                       path, arena_.size());
-  const uint32_t workers = module().plan->worker_count;
-  if (workers > 1 && threads != 1) {
-    const ingot_status_t status = ingot_hosted_context_create(&module(), threads, &threaded_);
-    if (status != INGOT_OK) {
-      fail("cannot start {} threads for '{}': {}", threads == 0 ? workers : threads, path, ingot_status_string(status));
+  if (module().header->arch == INGOT_ARCH_VULKAN) {
+#if defined(INGOT_HAVE_VULKAN)
+    device_ = std::make_unique<DeviceExecutable>();
+    char error[512] = "";
+    if (ingot_vulkan_executable_create(&module(), device, &device_->exe, error, sizeof error) != INGOT_OK)
+      fail("'{}': {}", path, error);
+#else
+    fail("'{}' is a Vulkan module, and this ingot was built without Vulkan (libvulkan-dev)", path);
+#endif
+  } else {
+    if (device >= 0) fail("--device is for Vulkan modules; '{}' runs on the CPU", path);
+    arena_ = AlignedBuffer(ingot_module_arena_size(&module()));
+    check_context_status(ingot_context_initialize(&module(), arena_.data(), arena_.size(), &context_),
+                         path, arena_.size());
+    const uint32_t workers = module().plan->worker_count;
+    if (workers > 1 && threads != 1) {
+      const ingot_status_t status = ingot_hosted_context_create(&module(), threads, &threaded_);
+      if (status != INGOT_OK) {
+        fail("cannot start {} threads for '{}': {}", threads == 0 ? workers : threads, path,
+             ingot_status_string(status));
+      }
     }
   }
   for (const TensorInfo& info : inputs_) input_buffers_.emplace_back(info.byte_size);
@@ -152,13 +176,84 @@ Session::~Session() { ingot_hosted_context_destroy(threaded_); }
 
 uint32_t Session::threads() const { return threaded_ ? ingot_hosted_context_threads(threaded_) : 1; }
 
+DeviceStats Session::device_stats() const {
+  DeviceStats d;
+#if defined(INGOT_HAVE_VULKAN)
+  if (!device_) return d;
+  ingot_vulkan_stats_t s;
+  ingot_vulkan_executable_stats(device_->exe, &s);
+  d.device_name = s.device_name;
+  d.device_index = s.device_index;
+  d.submits_per_invoke = s.submits_per_invoke;
+  d.dispatches = s.dispatches;
+  d.barriers = s.barriers;
+  d.copies = s.copies;
+  d.pipelines = s.pipelines;
+#endif
+  return d;
+}
+
+double Session::last_device_us() const {
+#if defined(INGOT_HAVE_VULKAN)
+  if (device_) {
+    const double ns = ingot_vulkan_last_device_ns(device_->exe);
+    return ns < 0 ? -1 : ns / 1000.0;
+  }
+#endif
+  return -1;
+}
+
+std::vector<std::string> describe_vulkan_devices(bool& found) {
+  found = false;
+#if defined(INGOT_HAVE_VULKAN)
+  std::vector<ingot_vulkan_device_info_t> infos(16);
+  uint32_t count = 0;
+  char error[512] = "";
+  if (ingot_vulkan_list_devices(infos.data(), static_cast<uint32_t>(infos.size()), &count, error, sizeof error) !=
+      INGOT_OK)
+    return {error};
+  found = count > 0;
+  static const char* kTypes[] = {"other", "integrated GPU", "discrete GPU", "virtual GPU", "CPU"};
+  std::vector<std::string> lines;
+  for (uint32_t i = 0; i < count && i < infos.size(); ++i) {
+    const ingot_vulkan_device_info_t& d = infos[i];
+    lines.push_back(fmt::format(
+        "{}: {} ({}, Vulkan {}.{}.{}, vendor 0x{:04x} device 0x{:04x})\n"
+        "   maxStorageBufferRange {}, minStorageBufferOffsetAlignment {}, maxPushConstantsSize {}\n"
+        "   maxComputeSharedMemorySize {}, maxComputeWorkGroupInvocations {}, maxComputeWorkGroupCount {}x{}x{}\n"
+        "   subgroup size {}, subgroup arithmetic {}, device-local memory {} MiB",
+        i, d.name, d.type < 5 ? kTypes[d.type] : "other", (d.api_version >> 22) & 0x7fu,
+        (d.api_version >> 12) & 0x3ffu, d.api_version & 0xfffu, d.vendor_id, d.device_id,
+        d.max_storage_buffer_range, d.min_storage_buffer_offset_alignment, d.max_push_constants_size,
+        d.max_compute_shared_memory_size, d.max_compute_workgroup_invocations, d.max_compute_workgroup_count[0],
+        d.max_compute_workgroup_count[1], d.max_compute_workgroup_count[2], d.subgroup_size,
+        d.subgroup_arithmetic ? "yes" : "no", d.device_local_bytes >> 20));
+  }
+  return lines;
+#else
+  fail("this ingot was built without Vulkan (libvulkan-dev)");
+#endif
+}
+
 void Session::invoke() {
+#if defined(INGOT_HAVE_VULKAN)
+  if (device_) {
+    char error[512] = "";
+    if (ingot_vulkan_invoke(device_->exe, input_pointers_.data(), output_pointers_.data(), error, sizeof error) !=
+        INGOT_OK)
+      fail("invoking '{}' failed: {}", path(), error);
+    if (const uint32_t n = ingot_vulkan_validation_errors(device_->exe))
+      fail("'{}': the Vulkan validation layer reported {} error{}", path(), n, n == 1 ? "" : "s");
+    return;
+  }
+#endif
   ingot_status_t status = threaded_ ? ingot_hosted_invoke(threaded_, input_pointers_.data(), output_pointers_.data())
                                     : ingot_invoke(&context_, input_pointers_.data(), output_pointers_.data());
   check_invoke_status(status, path());
 }
 
 void Session::invoke_observed(ingot_step_observer_t observer, void* data) {
+  if (device_) fail("'{}': per-step timing is for CPU modules; a Vulkan module runs as one command buffer", path());
   ingot_status_t status =
       threaded_ ? ingot_hosted_invoke_observed(threaded_, input_pointers_.data(), output_pointers_.data(), observer, data)
                 : ingot_invoke_observed(&context_, input_pointers_.data(), output_pointers_.data(), observer, data);

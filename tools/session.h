@@ -62,18 +62,33 @@ Tensor random_tensor(const TensorInfo& info, std::mt19937_64& rng);
 // |seed| (what `ingot bench` runs on when given no inputs).
 std::vector<Tensor> random_tensors(const std::vector<TensorInfo>& signature, uint64_t seed);
 
+// A Vulkan module's executable (runtime/hal/vulkan), opaque to tools that only invoke.
+struct DeviceExecutable;
+
+// What a Vulkan module does per invoke, fixed when its command buffer is recorded.
+struct DeviceStats {
+  std::string device_name;
+  uint32_t device_index = 0;
+  uint32_t submits_per_invoke = 0, dispatches = 0, barriers = 0, copies = 0, pipelines = 0;
+};
+
 class Session {
  public:
   // Loads |path| with the hosted runtime and binds a fresh arena. A plan for several
   // workers runs on |threads| threads (0: one per worker; 1: the caller's thread only).
-  // Throws ingot::Error.
-  explicit Session(const std::string& path, uint32_t threads = 0);
+  // A Vulkan module is loaded onto device |device| instead (-1: the best one), its
+  // command buffer recorded. Throws ingot::Error.
+  explicit Session(const std::string& path, uint32_t threads = 0, int device = -1);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   // Threads invoke runs on.
   uint32_t threads() const;
+  bool on_device() const { return device_ != nullptr; }
+  DeviceStats device_stats() const;
+  // Device time of the last invoke (GPU timestamps), microseconds; < 0 when unknown.
+  double last_device_us() const;
 
   const std::string& path() const { return module_.path(); }
   const ingot_module_t& module() const { return module_.module(); }
@@ -101,6 +116,11 @@ class Session {
   std::vector<AlignedBuffer> output_buffers_;
   std::vector<const void*> input_pointers_;
   std::vector<void*> output_pointers_;
+  std::unique_ptr<DeviceExecutable> device_;
 };
+
+// The Vulkan devices present, as `ingot devices` lists them (empty when none; throws
+// ingot::Error when this ingot was built without Vulkan).
+std::vector<std::string> describe_vulkan_devices(bool& found);
 
 }  // namespace ingot::tools

@@ -80,6 +80,8 @@ int run(const std::vector<std::string>& argv, const fs::path& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+}  // namespace
+
 std::string first_error_line(const std::string& log) {
   std::istringstream in(log);
   std::string line, first;
@@ -89,6 +91,10 @@ std::string first_error_line(const std::string& log) {
   }
   return first;
 }
+
+int run_tool(const std::vector<std::string>& argv, const std::string& log) { return run(argv, log); }
+
+namespace {
 
 std::string tool_for(const std::string& cc, const std::string& tool) {
   // arm-none-eabi-gcc → arm-none-eabi-objcopy; plain cc/gcc/clang → the host binutils.

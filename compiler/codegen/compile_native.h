@@ -63,4 +63,12 @@ std::vector<uint8_t> build_executable(const std::vector<CFile>& files, const std
 std::vector<uint8_t> compile_c_object(const std::string& c_path, const std::string& cc,
                                       const std::vector<std::string>& cflags);
 
+// Runs |argv| (argv[0] looked up on PATH) as a child process with stdout and stderr
+// into the file |log|; returns its exit status (128 when it did not exit normally).
+// Throws Error when it cannot be started.
+int run_tool(const std::vector<std::string>& argv, const std::string& log);
+
+// The line of a tool's |log| that names the first error (else its first line).
+std::string first_error_line(const std::string& log);
+
 }  // namespace ingot::codegen

@@ -15,6 +15,9 @@
 #include "compiler/codegen/c/emit_c.h"
 #include "compiler/codegen/compile_native.h"
 #include "compiler/codegen/embedded_kernels.h"
+#include "compiler/codegen/glsl/compile_spirv.h"
+#include "compiler/codegen/glsl/emit_glsl.h"
+#include "compiler/schedule/device_sync.h"
 #include "compiler/emit/c_writer.h"
 #include "compiler/emit/module_writer.h"
 #include "compiler/emit/output_files.h"
@@ -60,6 +63,59 @@ bool wants_dump(const CompileOptions& o, const std::string& stage) {
 
 }  // namespace
 
+namespace {
+
+// Device targets (Vulkan): the same front and plan; barriers where steps depend on each
+// other; one GLSL shader per distinct dispatch, compiled to SPIR-V; a module only.
+void compile_device(const CompileOptions& options, const target::Target& target, std::unique_ptr<Graph> graph,
+                    Clock::time_point t0) {
+  passes::PassManager pipeline = passes::device_pipeline();
+  passes::PassOptions pass_options;
+  pass_options.time_passes = options.time_passes;
+  for (const std::string& d : options.dump_after)
+    if (d != "plan" && d != "codegen") pass_options.dump_after.insert(d);
+  pipeline.run(*graph, pass_options, std::cout);
+
+  auto t1 = Clock::now();
+  schedule::Plan plan = schedule::build_plan(*graph, /*with_scratch=*/false);
+  schedule::insert_barriers(plan);
+  if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "plan", ms_since(t1) * 1000);
+  if (wants_dump(options, "plan")) fmt::print("// ----- plan -----\n{}", schedule::print_plan(plan));
+
+  auto t2 = Clock::now();
+  const bool subgroups = target.name != "vulkan-basic";
+  codegen::GlslProgram program = codegen::generate_glsl(plan, subgroups);
+  if (wants_dump(options, "codegen"))
+    for (size_t i = 0; i < program.kernels.size(); ++i)
+      fmt::print("// ----- kernel {} -----\n{}", i, program.kernels[i].source);
+  codegen::SpirvOptions spirv_options;
+  spirv_options.compiler = options.cc;
+  spirv_options.keep_temps = options.keep_temps;
+  std::vector<std::vector<uint32_t>> spirv = codegen::compile_spirv(program.kernels, target, spirv_options);
+  if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "codegen+glslang", ms_since(t2) * 1000);
+
+  codegen::CSource names;  // what pack_module reads: kernel names and each step's kernel
+  for (const codegen::GlslKernel& k : program.kernels) names.kernel_names.push_back(k.name);
+  names.step_kernel = program.step_kernel;
+  emit::ModuleContents m = pack_module_contents(*graph, plan, names, target, "ingot " INGOT_VERSION);
+  m.strip = options.strip;
+  m.features = 0;
+  for (size_t s = 0; s < m.steps.size(); ++s)
+    if (m.steps[s].kind == INGOT_STEP_DISPATCH) m.steps[s].wg_end = program.step_groups[s];
+  for (size_t i = 0; i < program.kernels.size(); ++i) {
+    m.kernel_offsets.push_back(static_cast<uint32_t>(i));
+    m.device_kernels.push_back({std::move(spirv[i]), program.kernels[i].local_size, program.kernels[i].shared_bytes});
+    if (program.kernels[i].subgroups) m.device_features |= INGOT_DEVICE_FEATURE_SUBGROUP_ARITHMETIC;
+  }
+  std::vector<uint8_t>().swap(plan.constants);
+  if (options.weights == "external")
+    m.external_weights_path = fs::path(options.output_path).filename().string() + ".weights";
+  emit::write_module_file(m, options.output_path);
+  if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "total", ms_since(t0) * 1000);
+}
+
+}  // namespace
+
 void compile(const CompileOptions& options) {
   const std::string& format = options.output_format;
   if (format != "module" && format != "c" && format != "static-lib" && format != "exe")
@@ -73,11 +129,15 @@ void compile(const CompileOptions& options) {
          "the model into firmware (examples/firmware)",
          target.name);
 
+  if (target.device && format != "module")
+    fail("--output-format={} is for CPU targets; {} compiles to a module only", format, target.name);
+
   auto t0 = Clock::now();
   import::ImportOptions import_options;
   for (const InputShapeOverride& s : options.input_shapes) import_options.input_shapes[s.name] = s.dims;
   std::unique_ptr<Graph> graph = import::import_onnx_file(options.input_path, import_options);
   if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "import", ms_since(t0) * 1000);
+  if (target.device) return compile_device(options, target, std::move(graph), t0);
 
   // Every stage after import is a pass or stage the dump flags can name.
   passes::PassManager pipeline =

@@ -2,6 +2,7 @@
 // runtime/core/module.c checks.
 #include "compiler/emit/module_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -206,6 +207,37 @@ std::vector<uint8_t> constants_section(const ModuleContents& c) {
   return out;
 }
 
+// [ingot_spirv_header_t][ingot_spirv_kernel_t x n][SPIR-V words of each kernel].
+std::vector<uint8_t> spirv_section(const ModuleContents& c) {
+  ingot_spirv_header_t h{};
+  h.kernel_count = static_cast<uint32_t>(c.device_kernels.size());
+  h.device_features = c.device_features;
+  h.submits_per_invoke = c.submits_per_invoke;
+  h.push_constant_bytes = c.push_constant_bytes;
+  h.kernels_offset = sizeof(ingot_spirv_header_t);
+  std::vector<ingot_spirv_kernel_t> table;
+  uint64_t at = sizeof(ingot_spirv_header_t) + c.device_kernels.size() * sizeof(ingot_spirv_kernel_t);
+  for (const ModuleContents::DeviceKernel& k : c.device_kernels) {
+    if (k.words.empty()) fail("device kernel {} has no SPIR-V", table.size());
+    ingot_spirv_kernel_t e{};
+    e.code_offset = static_cast<uint32_t>(at);
+    e.code_size = static_cast<uint32_t>(k.words.size() * 4);
+    e.local_size = k.local_size;
+    e.shared_bytes = k.shared_bytes;
+    h.max_workgroup_size = std::max(h.max_workgroup_size, k.local_size);
+    h.max_shared_bytes = std::max(h.max_shared_bytes, k.shared_bytes);
+    at += e.code_size;
+    if (at > UINT32_MAX) fail("device kernels exceed 4 GiB");
+    table.push_back(e);
+  }
+  std::vector<uint8_t> out;
+  append(out, h);
+  append_array(out, std::span<const ingot_spirv_kernel_t>(table));
+  for (const ModuleContents::DeviceKernel& k : c.device_kernels)
+    append_array(out, std::span<const uint32_t>(k.words));
+  return out;
+}
+
 }  // namespace
 
 std::vector<uint8_t> serialize_module(const ModuleContents& contents) {
@@ -223,6 +255,7 @@ std::vector<uint8_t> serialize_module(const ModuleContents& contents) {
     sections.push_back({INGOT_SECTION_WORK, work_section(contents)});
   }
   sections.push_back({INGOT_SECTION_CODE, contents.code});
+  if (contents.arch == INGOT_ARCH_VULKAN) sections.push_back({INGOT_SECTION_SPIRV, spirv_section(contents)});
   sections.push_back({INGOT_SECTION_CONSTANTS, constants_section(contents)});
 
   ingot_module_header_t header{};

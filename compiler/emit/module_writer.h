@@ -39,6 +39,18 @@ struct ModuleContents {
   // CODE: flat position-independent machine code; kernel i starts at kernel_offsets[i].
   std::vector<uint8_t> code;
 
+  // SPIRV (arch INGOT_ARCH_VULKAN only; then `code` is empty and kernel_offsets[i] is
+  // an index into device_kernels): one SPIR-V module per distinct pipeline.
+  struct DeviceKernel {
+    std::vector<uint32_t> words;  // SPIR-V
+    uint32_t local_size = 1;      // invocations per workgroup
+    uint32_t shared_bytes = 0;    // workgroup shared memory it declares
+  };
+  std::vector<DeviceKernel> device_kernels;
+  uint32_t device_features = 0;      // INGOT_DEVICE_FEATURE_*
+  uint32_t submits_per_invoke = 1;
+  uint32_t push_constant_bytes = 4 * INGOT_MAX_BINDINGS_PER_STEP;
+
   // NAMES (omitted when strip): kernel_count kernel names, then step_count step
   // labels, each NUL-terminated, in that order.
   bool strip = false;

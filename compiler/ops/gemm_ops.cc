@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compiler/ops/geometry.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/gemm_lowering.h"
 #include "compiler/ops/window.h"
@@ -44,11 +45,8 @@ void check_panel_width(const Node& node, const GemmTile& tile) {
 }
 
 // ---- Gemm ----
-struct GemmGeometry {
-  int64_t M, K, N;
-  bool trans_a, trans_b;
-  float alpha, beta;
-};
+
+}  // namespace
 
 GemmGeometry gemm_geometry(const Node& node) {
   const Shape& a = node.inputs[0]->shape;
@@ -67,6 +65,9 @@ GemmGeometry gemm_geometry(const Node& node) {
   if (node.input(2)) broadcast_shapes({g.M, g.N}, node.inputs[2]->shape, node);
   return g;
 }
+
+namespace {
+
 
 void infer_gemm(Node& node) {
   require_f32(node, 0);
@@ -198,11 +199,8 @@ std::string lower_gemm(LoweringContext& ctx) {
 }
 
 // ---- MatMul (numpy semantics: batched, broadcast, 1-D promotion) ----
-struct MatMulGeometry {
-  Shape batch, batch_a, batch_b;
-  int64_t M, K, N;
-  Shape out;
-};
+
+}  // namespace
 
 MatMulGeometry matmul_geometry(const Node& node) {
   Shape a = node.inputs[0]->shape, b = logical_b_shape(node);
@@ -223,6 +221,9 @@ MatMulGeometry matmul_geometry(const Node& node) {
   if (!b1) g.out.push_back(g.N);
   return g;
 }
+
+namespace {
+
 
 void infer_matmul(Node& node) {
   require_f32(node, 0);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "compiler/ops/geometry.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/window.h"
 #include "ingot/abi.h"
@@ -16,12 +17,8 @@ namespace {
 // N-D window geometry for the pooling ops: pads (explicit or auto_pad), ceil_mode and
 // output sizes per spatial dimension. The same rules as window.h's, for any rank, so
 // 3-D pools and the Indices output share one shape rule, reference and lowering.
-struct PoolGeometry {
-  int64_t N = 1, C = 1;
-  std::vector<int64_t> in, kernel, strides, dilations, pb, pe, out;
-  int64_t in_size() const { return num_elements(in); }
-  int64_t out_size() const { return num_elements(out); }
-};
+
+}  // namespace
 
 PoolGeometry pool_geometry(const Node& node) {
   const Shape& x = node.inputs[0]->shape;
@@ -72,6 +69,9 @@ PoolGeometry pool_geometry(const Node& node) {
   }
   return g;
 }
+
+namespace {
+
 
 Shape pool_output_shape(const PoolGeometry& g) {
   Shape s{g.N, g.C};
@@ -698,9 +698,8 @@ std::string lower_batchnorm(LoweringContext& ctx) {
 }
 
 // ---- Softmax / LogSoftmax / Hardmax ----
-struct SoftmaxGeometry {
-  int64_t outer, n, inner;
-};
+
+}  // namespace
 
 SoftmaxGeometry softmax_geometry(const Node& node) {
   const Shape& s = node.inputs[0]->shape;
@@ -723,6 +722,9 @@ SoftmaxGeometry softmax_geometry(const Node& node) {
   }
   return g;
 }
+
+namespace {
+
 
 void infer_softmax(Node& node) {
   require_f32(node, 0);

@@ -4,6 +4,7 @@
 // contiguous for all but MeanVarianceNormalization, which takes any set of axes.
 #include <cmath>
 
+#include "compiler/ops/geometry.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/window.h"
 
@@ -17,10 +18,8 @@ namespace {
 
 // ---- LayerNormalization ----
 // Normalizes over the dimensions from `axis` on: `outer` groups of `inner` elements.
-struct LayerNormGeometry {
-  int64_t axis, outer, inner;
-  Shape inner_shape, stat_shape;
-};
+
+}  // namespace
 
 LayerNormGeometry layer_norm_geometry(const Node& node) {
   const Shape& s = node.inputs[0]->shape;
@@ -38,6 +37,9 @@ LayerNormGeometry layer_norm_geometry(const Node& node) {
   }
   return g;
 }
+
+namespace {
+
 
 void infer_layer_norm(Node& node) {
   require_f32(node, 0);

@@ -5,20 +5,13 @@
 #include <cmath>
 #include <limits>
 
+#include "compiler/ops/geometry.h"
 #include "compiler/ops/op_table.h"
 
 namespace ingot::ops {
 
 namespace {
 
-struct ReduceGeometry {
-  Shape in;
-  std::vector<bool> reduced;  // per input dim
-  Shape out;                  // with or without the reduced dims (keepdims)
-  bool noop = false;          // empty axes with noop_with_empty_axes: the identity
-  int64_t kept_count = 1;     // output elements
-  int64_t reduced_count = 1;  // elements combined into each output
-};
 
 std::vector<int64_t> reduce_axes(const Node& node) {
   // Axes are an input for ReduceSum from opset 13 (and for every reduction from 18);
@@ -28,6 +21,8 @@ std::vector<int64_t> reduce_axes(const Node& node) {
 }
 
 bool is_arg(const Node& node) { return node.op_type == "ArgMax" || node.op_type == "ArgMin"; }
+
+}  // namespace
 
 ReduceGeometry reduce_geometry(const Node& node) {
   ReduceGeometry g;
@@ -67,6 +62,9 @@ ReduceGeometry reduce_geometry(const Node& node) {
   }
   return g;
 }
+
+namespace {
+
 
 // Input offset of kept (or reduced) element `flat` (a C expression) over the dims
 // selected by `want_reduced`.

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "compiler/ops/geometry.h"
 #include "compiler/ops/op_table.h"
 
 namespace ingot::ops {
@@ -231,10 +232,8 @@ std::string lower_transpose(LoweringContext& ctx) {
 }
 
 // ---- Slice ----
-struct SliceParams {
-  std::vector<int64_t> start, step;  // per dim of the input
-  Shape out;
-};
+
+}  // namespace
 
 SliceParams slice_params(const Node& node) {
   const Shape& in = node.inputs[0]->shape;
@@ -283,6 +282,9 @@ SliceParams slice_params(const Node& node) {
   }
   return p;
 }
+
+namespace {
+
 
 void infer_slice(Node& node) {
   require_inputs(node, 1);

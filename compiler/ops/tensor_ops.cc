@@ -17,6 +17,7 @@
 #include <functional>
 #include <numeric>
 
+#include "compiler/ops/geometry.h"
 #include "compiler/ops/op_table.h"
 
 namespace ingot::ops {
@@ -1791,6 +1792,28 @@ void register_tensor_ops(std::map<std::string, OpDef>& t) {
           .lower = lower_reverse_sequence});
   add(t, {.type = "NonZero", .infer = infer_nonzero, .reference = reference_nonzero});
   add(t, {.type = "Unique", .infer = infer_unique, .reference = reference_unique});
+}
+
+bool movement_map(const Node& node, MovementMap& out) {
+  IndexMap m;
+  const std::string& op = node.op_type;
+  if (op == "Tile") m = tile_map(node);
+  else if (op == "Expand") m = expand_map(node);
+  else if (op == "Pad") m = pad_map(node);
+  else if (op == "DepthToSpace") m = depth_to_space_map(node);
+  else if (op == "SpaceToDepth") m = space_to_depth_map(node);
+  else return false;
+  out.iter = m.iter;
+  out.map = m.map;
+  for (auto& v : out.map)
+    for (int64_t& x : v) x = x < 0 ? -1 : x;
+  if (op == "Pad") {
+    const Value* v = node.input(2);
+    if (v && v->is_constant()) out.fill = pad_fill(node, v->constant.get()).as_double(0);
+    else if (v && v->numel() > 0) out.fill_input = 2;
+    else out.fill = pad_fill(node, nullptr).as_double(0);
+  }
+  return true;
 }
 
 }  // namespace ingot::ops

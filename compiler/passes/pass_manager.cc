@@ -56,4 +56,18 @@ PassManager default_pipeline(int64_t gemm_panel_width, bool winograd, bool fuse_
   return pm;
 }
 
+PassManager device_pipeline() {
+  PassManager pm;
+  pm.add("fold_constants", fold_constants);
+  pm.add("canonicalize", canonicalize);
+  pm.add("fold_batchnorm", fold_batchnorm);
+  pm.add("decompose_batchnorm", decompose_batchnorm);
+  pm.add("fold_constants_2", fold_constants);
+  pm.add("fuse_patterns", fuse_patterns);
+  pm.add("split_wide_ops", split_wide_ops);
+  pm.add("fuse_epilogues", fuse_epilogues);
+  pm.add("eliminate_dead_code", eliminate_dead_code);
+  return pm;
+}
+
 }  // namespace ingot::passes

@@ -68,4 +68,9 @@ class PassManager {
 PassManager default_pipeline(int64_t gemm_panel_width = 0, bool winograd = false, bool fuse_blocks = false,
                              const ops::TargetTraits& target = {});
 
+// The pipeline for device targets (Vulkan): the same front (folding, canonical forms,
+// BatchNorm folding, pattern fusion, epilogue fusion) but no CPU weight layouts
+// (panels, Winograd, banded blocks): device kernels read the ONNX layouts.
+PassManager device_pipeline();
+
 }  // namespace ingot::passes

@@ -42,7 +42,7 @@ const Value* alias_root(const Value* v) {
 
 }  // namespace
 
-Plan order_steps(const Graph& graph) {
+Plan order_steps(const Graph& graph, bool with_scratch) {
   Plan plan;
   auto root_of = alias_root;
 
@@ -69,7 +69,7 @@ Plan order_steps(const Graph& graph) {
     for (const Value* out : node.outputs) step.bindings.push_back(out);
     for (const EpilogueOp& e : node.epilogue)
       if (e.operand) step.bindings.push_back(e.operand);
-    if (def->scratch_bytes) {
+    if (with_scratch && def->scratch_bytes) {
       if (uint64_t bytes = def->scratch_bytes(node)) {
         auto scratch = std::make_unique<Value>();
         scratch->name = node.name + ".scratch";
@@ -178,8 +178,8 @@ void place_storage(Plan& plan, const Graph& graph) {
     if (!plan.storage.count(out)) plan.storage[out] = plan.storage.at(root_of(out));
 }
 
-Plan build_plan(const Graph& graph) {
-  Plan plan = order_steps(graph);
+Plan build_plan(const Graph& graph, bool with_scratch) {
+  Plan plan = order_steps(graph, with_scratch);
   place_storage(plan, graph);
   place_plan_syncs(plan);
   return plan;
@@ -206,7 +206,7 @@ std::string print_plan(const Plan& plan) {
       Storage where = st.kind == INGOT_STEP_COPY && k == 1 ? Storage{INGOT_BASE_OUTPUT, st.copy_output, 0} : plan.storage.at(v);
       b.push_back(fmt::format("%{}@{}", v->name, base_name(where)));
     }
-    s += fmt::format("  {:>3} {} {} [{}]\n", i, st.kind == INGOT_STEP_COPY ? "COPY" : "DISPATCH", st.label, fmt::join(b, ", "));
+    s += fmt::format("  {:>3} {} {} [{}]\n", i, st.kind == INGOT_STEP_COPY ? "COPY" : st.kind == INGOT_STEP_BARRIER ? "BARRIER" : "DISPATCH", st.label, fmt::join(b, ", "));
   }
   return s;
 }

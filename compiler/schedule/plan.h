@@ -71,14 +71,16 @@ struct Plan {
 
 // Orders dispatches, resolves aliases (Reshape and friends cost nothing) and routes graph
 // outputs straight to the caller's buffers where possible. No storage yet.
-Plan order_steps(const Graph& graph);
+// |with_scratch|: give dispatches the arena scratch their C lowering asks for (device
+// kernels need none).
+Plan order_steps(const Graph& graph, bool with_scratch = true);
 
 // Plans the arena (every part of a split step gets its own scratch slice) and places
 // constants: plan.storage.
 void place_storage(Plan& plan, const Graph& graph);
 
 // order_steps + place_storage + sync placement, everything on one worker.
-Plan build_plan(const Graph& graph);
+Plan build_plan(const Graph& graph, bool with_scratch = true);
 
 // Human-readable summary (used by --dump-after=plan and tests).
 std::string print_plan(const Plan& plan);

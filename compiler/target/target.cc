@@ -59,11 +59,22 @@ std::string known_list() {
 }  // namespace
 
 std::vector<std::string> known_targets() {
-  return {"host",      "x86_64-avx512", "x86_64-avx2", "x86_64",    "generic",
-          "cortex-m3", "cortex-m4",     "cortex-m7",   "cortex-m55"};
+  return {"host",      "x86_64-avx512", "x86_64-avx2", "x86_64",     "generic",
+          "cortex-m3", "cortex-m4",     "cortex-m7",   "cortex-m55", "vulkan", "vulkan-basic"};
 }
 
 Target resolve(const std::string& name) {
+  // Vulkan compute: GLSL per dispatch, compiled to SPIR-V (1.3, Vulkan 1.1) by glslang.
+  // `vulkan` reduces with subgroup arithmetic (the module requires it of the device);
+  // `vulkan-basic` reduces through shared memory only, for devices without it.
+  if (name == "vulkan" || name == "vulkan-basic") {
+    Target t{name, INGOT_ARCH_VULKAN, 0, {"--target-env", "vulkan1.1"}};
+    t.cc = "glslangValidator";
+    t.device = true;
+    t.l1d_bytes = 0;
+    t.l2_bytes = 0;
+    return t;
+  }
   if (name == "cortex-m3") return cortex_m(name, {"-mfloat-abi=soft"});
   if (name == "cortex-m4") return cortex_m(name, {"-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"});
   if (name == "cortex-m7") return cortex_m(name, {"-mfloat-abi=hard", "-mfpu=fpv5-d16"});

@@ -14,6 +14,9 @@ struct Target {
   std::vector<std::string> cflags;  // ISA flags for the C compiler
   std::string cc = "cc";     // the C compiler used when --cc is not given
   bool bare_metal = false;   // no operating system: no executables, C runs from firmware
+  // A device target (arch INGOT_ARCH_VULKAN): kernels are GLSL compute shaders compiled
+  // to SPIR-V by `cc` (the shader compiler); only the module form exists.
+  bool device = false;
   // Data cache sizes in bytes that blocking decisions are made for (0: none). `host`
   // reads them from the CPU; named targets give a typical part of their class.
   int64_t l1d_bytes = 32 * 1024;

@@ -9,7 +9,8 @@
    INGOT_FEATURE_AVX512F | INGOT_FEATURE_AVX512BW | INGOT_FEATURE_AVX512VL |      \
    INGOT_FEATURE_AVX512DQ)
 #define INGOT_KNOWN_FLAGS (INGOT_MODULE_FLAG_STRIPPED | INGOT_MODULE_FLAG_EXTERNAL_WEIGHTS)
-#define INGOT_SECTION_KIND_COUNT 7u /* kinds are 1..6 */
+#define INGOT_SECTION_KIND_COUNT 8u /* kinds are 1..7 */
+#define INGOT_KNOWN_DEVICE_FEATURES INGOT_DEVICE_FEATURE_SUBGROUP_ARITHMETIC
 
 typedef struct ingot_section_view_t {
   const uint8_t* data;
@@ -70,6 +71,8 @@ static const char* ingot_crc_detail_(uint32_t kind) {
       return "CODE section checksum mismatch";
     case INGOT_SECTION_WORK:
       return "WORK section checksum mismatch";
+    case INGOT_SECTION_SPIRV:
+      return "SPIRV section checksum mismatch";
     default:
       return "NAMES section checksum mismatch";
   }
@@ -267,9 +270,10 @@ static ingot_status_t ingot_check_step_(const ingot_step_t* step, ingot_module_t
     }
     case INGOT_STEP_SIGNAL:
     case INGOT_STEP_WAIT:
+    case INGOT_STEP_BARRIER:
       /* The worker and signal number of a WAIT are checked with the worker table. */
       if (step->binding_count != 0) {
-        return ingot_fail_(m, INGOT_MALFORMED, "SIGNAL or WAIT step has bindings");
+        return ingot_fail_(m, INGOT_MALFORMED, "SIGNAL, WAIT or BARRIER step has bindings");
       }
       return INGOT_OK;
     default:
@@ -374,7 +378,11 @@ static ingot_status_t ingot_parse_plan_(const ingot_section_view_t* section, ing
   m->bindings = (const ingot_binding_t*)(section->data + h->bindings_offset);
 
   for (uint32_t i = 0; i < h->kernel_count; ++i) {
-    if (m->kernel_offsets[i] >= m->code_size) {
+    if (m->spirv != NULL) {
+      if (m->kernel_offsets[i] >= m->spirv->kernel_count) {
+        return ingot_fail_(m, INGOT_MALFORMED, "kernel index is outside the SPIRV kernel table");
+      }
+    } else if (m->kernel_offsets[i] >= m->code_size) {
       return ingot_fail_(m, INGOT_MALFORMED, "kernel offset is outside the CODE section");
     }
   }
@@ -385,6 +393,43 @@ static ingot_status_t ingot_parse_plan_(const ingot_section_view_t* section, ing
     INGOT_RETURN_IF_ERROR(ingot_check_step_(&m->steps[i], m));
   }
   return ingot_check_workers_(m);
+}
+
+/* Device kernels of a Vulkan module: the header, a kernel table and SPIR-V words, each
+ * kernel's words inside the section. */
+static ingot_status_t ingot_parse_spirv_(const ingot_section_view_t* section, ingot_module_t* m) {
+  if (section->size < sizeof(ingot_spirv_header_t)) {
+    return ingot_fail_(m, INGOT_MALFORMED, "SPIRV section is shorter than its header");
+  }
+  const ingot_spirv_header_t* h = (const ingot_spirv_header_t*)section->data;
+  if ((h->device_features & ~INGOT_KNOWN_DEVICE_FEATURES) != 0) {
+    return ingot_fail_(m, INGOT_UNSUPPORTED, "module needs device features this runtime does not know");
+  }
+  if (h->reserved != 0 || h->submits_per_invoke == 0 || h->push_constant_bytes == 0 ||
+      h->push_constant_bytes % 4u != 0 || h->push_constant_bytes > 4u * INGOT_MAX_BINDINGS_PER_STEP) {
+    return ingot_fail_(m, INGOT_MALFORMED, "SPIRV header is inconsistent");
+  }
+  if (h->kernels_offset < sizeof(ingot_spirv_header_t) || h->kernels_offset % 4u != 0 ||
+      !ingot_range_ok_(h->kernels_offset, (uint64_t)h->kernel_count * sizeof(ingot_spirv_kernel_t),
+                       section->size)) {
+    return ingot_fail_(m, INGOT_MALFORMED, "SPIRV kernel table is outside the SPIRV section");
+  }
+  const ingot_spirv_kernel_t* k = (const ingot_spirv_kernel_t*)(section->data + h->kernels_offset);
+  for (uint32_t i = 0; i < h->kernel_count; ++i) {
+    if (k[i].code_offset % 4u != 0 || k[i].code_size == 0 || k[i].code_size % 4u != 0 ||
+        !ingot_range_ok_(k[i].code_offset, k[i].code_size, section->size)) {
+      return ingot_fail_(m, INGOT_MALFORMED, "SPIR-V code is outside the SPIRV section");
+    }
+    if (k[i].local_size == 0 || k[i].local_size > h->max_workgroup_size ||
+        k[i].shared_bytes > h->max_shared_bytes) {
+      return ingot_fail_(m, INGOT_MALFORMED, "SPIRV kernel exceeds the limits its header records");
+    }
+  }
+  m->spirv = h;
+  m->spirv_kernels = k;
+  m->spirv_section = section->data;
+  m->spirv_section_size = section->size;
+  return INGOT_OK;
 }
 
 static ingot_status_t ingot_parse_names_(const ingot_section_view_t* section, ingot_module_t* m) {
@@ -454,7 +499,7 @@ ingot_status_t ingot_module_load(const void* data, size_t size, ingot_module_t* 
                          "compiler version is not NUL-terminated and zero-padded");
     }
   }
-  if (header->arch > INGOT_ARCH_ARM_CORTEX_M) {
+  if (header->arch > INGOT_ARCH_VULKAN) {
     return ingot_fail_(m, INGOT_MALFORMED, "unknown target architecture");
   }
   if ((header->features & ~INGOT_KNOWN_FEATURES) != 0) {
@@ -480,7 +525,7 @@ ingot_status_t ingot_module_load(const void* data, size_t size, ingot_module_t* 
   uint32_t order[INGOT_MAX_SECTIONS];
   for (uint32_t i = 0; i < header->section_count; ++i) {
     const ingot_section_entry_t* e = &entries[i];
-    if (e->kind < INGOT_SECTION_SIGNATURE || e->kind > INGOT_SECTION_WORK) {
+    if (e->kind < INGOT_SECTION_SIGNATURE || e->kind > INGOT_SECTION_SPIRV) {
       return ingot_fail_(m, INGOT_MALFORMED, "unknown section kind");
     }
     if (sections[e->kind].present) {
@@ -542,10 +587,21 @@ ingot_status_t ingot_module_load(const void* data, size_t size, ingot_module_t* 
                                 : "unstripped module has no WORK section");
   }
 
+  const int device = header->arch == INGOT_ARCH_VULKAN;
+  if (device != sections[INGOT_SECTION_SPIRV].present) {
+    return ingot_fail_(m, INGOT_MALFORMED,
+                       device ? "Vulkan module has no SPIRV section"
+                              : "SPIRV section in a module for a CPU");
+  }
+  if (device && (sections[INGOT_SECTION_CODE].size != 0 || header->features != 0)) {
+    return ingot_fail_(m, INGOT_MALFORMED, "Vulkan module has CPU code or CPU features");
+  }
+
   /* ---- section contents ---- */
   m->header = header;
   m->code = sections[INGOT_SECTION_CODE].data;
   m->code_size = sections[INGOT_SECTION_CODE].size;
+  if (device) INGOT_RETURN_IF_ERROR(ingot_parse_spirv_(&sections[INGOT_SECTION_SPIRV], m));
   INGOT_RETURN_IF_ERROR(ingot_parse_signature_(&sections[INGOT_SECTION_SIGNATURE], m));
   INGOT_RETURN_IF_ERROR(ingot_parse_constants_(
       &sections[INGOT_SECTION_CONSTANTS],
@@ -563,6 +619,10 @@ ingot_status_t ingot_module_load(const void* data, size_t size, ingot_module_t* 
 ingot_status_t ingot_module_set_code(ingot_module_t* module, const void* code_base) {
   if (module == NULL || module->plan == NULL || code_base == NULL) {
     return INGOT_INVALID_ARGUMENT;
+  }
+  if (module->spirv != NULL) {
+    module->error_detail = "a Vulkan module's kernels run on a device, not from CPU code";
+    return INGOT_UNSUPPORTED;
   }
   module->code_base = (const uint8_t*)code_base;
   return INGOT_OK;

@@ -122,7 +122,7 @@ static inline void ingot_plan_copy_bytes_(void* dst, const void* src, uint32_t n
 #define INGOT_PLAN_MAX_BINDINGS INGOT_MAX_BINDINGS_PER_STEP
 #endif
 
-/* Runs one DISPATCH or COPY step. */
+/* Runs one DISPATCH or COPY step (a device BARRIER does nothing here). */
 static inline void ingot_plan_run_step_(const ingot_plan_walk_t* w, uint32_t s) {
   const ingot_plan_tables_t* t = w->tables;
   const ingot_step_t* step = &t->steps[s];
@@ -141,7 +141,7 @@ static inline void ingot_plan_run_step_(const ingot_plan_walk_t* w, uint32_t s) 
       __builtin_memcpy(&fn, &entry, sizeof(fn)); /* code address -> function pointer */
     }
     fn(buffers, step->wg_begin, step->wg_end);
-  } else if (step->wg_end > 0) { /* COPY */
+  } else if (step->kind == INGOT_STEP_COPY && step->wg_end > 0) {
     INGOT_PLAN_COPY(ingot_plan_resolve_(&b[1], w->arena, w->constants, w->inputs, w->outputs),
                     ingot_plan_resolve_(&b[0], w->arena, w->constants, w->inputs, w->outputs),
                     step->wg_end);

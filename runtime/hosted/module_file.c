@@ -44,6 +44,8 @@ static const char* ingot_arch_name_(uint32_t arch) {
       return "aarch64";
     case INGOT_ARCH_ARM_CORTEX_M:
       return "cortex-m";
+    case INGOT_ARCH_VULKAN:
+      return "vulkan";
     default:
       return "an unknown architecture";
   }
@@ -127,6 +129,8 @@ static void ingot_describe_load_failure_(const char* path, const void* data,
 
 static ingot_status_t ingot_check_target_(const char* path, const ingot_module_header_t* header,
                                           char* error, size_t error_size) {
+  /* A Vulkan module runs on a device; the device HAL checks what its shaders need. */
+  if (header->arch == INGOT_ARCH_VULKAN) return INGOT_OK;
   if (header->arch != INGOT_ARCH_GENERIC && header->arch != (uint32_t)INGOT_HOST_ARCH) {
     ingot_set_error_(error, error_size, "'%s': module targets %s, this host is %s", path,
                      ingot_arch_name_(header->arch), ingot_arch_name_(INGOT_HOST_ARCH));

@@ -67,7 +67,11 @@ DTYPE_NAMES = {0: "undefined", 1: "float32", 2: "uint8", 3: "int8", 4: "uint16",
 UNSUPPORTED_PATTERNS = re.compile(
     r"unsupported op|is not supported|are not supported|not supported at run time|"
     r"must be known at compile time|is dynamic|only f32 is supported|"
-    r"only [^;]* (is|are) supported|cannot run at run time")
+    r"only [^;]* (is|are) supported|cannot run at run time|"
+    r"has no Vulkan lowering|takes f32 tensors only|has no Vulkan form")
+
+# --target: extra compile arguments (a device target), set once by main().
+COMPILE_ARGS = []
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-7
@@ -233,7 +237,7 @@ def describe_signal(rc):
 def compile_model(ingot, model_path, module):
     """Returns ("ok", ""), ("unsupported", message) or ("fail", detail)."""
     try:
-        proc = subprocess.run([ingot, "compile", model_path, "-o", module],
+        proc = subprocess.run([ingot, "compile", model_path, "-o", module] + COMPILE_ARGS,
                               capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return "fail", f"compile timed out after {COMPILE_TIMEOUT_S} s"
@@ -399,13 +403,23 @@ def main():
                         help="retry a case whose shape parameters (axes, shape, pads, ...) arrive as graph "
                              "inputs with them made constants holding the data set's values; such "
                              "passes are counted apart as 'specialized'")
+    parser.add_argument("--target", default=None,
+                        help="compile for this target (e.g. vulkan: every case runs on the Vulkan device; "
+                             "ops without a device lowering count as unsupported)")
     parser.add_argument("patterns", nargs="*", help="only cases whose name matches one of these regexes")
     args = parser.parse_args()
+    if args.target:
+        COMPILE_ARGS.append(f"--target={args.target}")
 
     started = time.monotonic()
     ingot = os.path.abspath(args.ingot)
     if not os.access(ingot, os.X_OK):
         sys.exit(f"error: '{args.ingot}' is not an executable")
+    if args.target and args.target.startswith("vulkan"):
+        probe = subprocess.run([ingot, "devices"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            print(f"SKIP: no Vulkan device: {last_line(probe.stderr) or last_line(probe.stdout)}")
+            sys.exit(77)
     node_dir = os.path.join(args.cases, "node")
     if not os.path.isdir(node_dir):
         sys.exit(f"error: no cases in '{node_dir}'; run tests/conformance/generate.py --out {args.cases}")

@@ -678,7 +678,7 @@ TEST(ModuleFormatTest, StructurallyBadModulesAreRefused) {
        [](ModuleContents& c) {
          c.steps[1].binding_count = 1;
        },
-       "SIGNAL or WAIT step has bindings"},
+       "SIGNAL, WAIT or BARRIER step has bindings"},
       {"wait for itself", [](ModuleContents& c) { c.steps[2].kernel = 1; }, "names no other worker"},
       {"wait for a signal never given", [](ModuleContents& c) { c.steps[2].wg_end = 2; }, "never gives"},
       {"wait for signal 0", [](ModuleContents& c) { c.steps[2].wg_end = 0; }, "never gives"},

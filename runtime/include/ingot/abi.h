@@ -44,6 +44,7 @@ typedef enum ingot_arch_e {
   INGOT_ARCH_X86_64 = 1,
   INGOT_ARCH_AARCH64 = 2,
   INGOT_ARCH_ARM_CORTEX_M = 3,
+  INGOT_ARCH_VULKAN = 4, /* SPIR-V compute shaders for a Vulkan device (SPIRV section) */
 } ingot_arch_t;
 
 /* ISA feature bits a module's code requires (x86-64). */
@@ -91,6 +92,7 @@ typedef enum ingot_section_kind_e {
   INGOT_SECTION_CODE = 4,
   INGOT_SECTION_NAMES = 5, /* optional debug names, dropped by --strip */
   INGOT_SECTION_WORK = 6,  /* optional per-step work for tools, dropped by --strip */
+  INGOT_SECTION_SPIRV = 7, /* device kernels (arch INGOT_ARCH_VULKAN only) */
 } ingot_section_kind_t;
 
 typedef struct ingot_section_entry_t {
@@ -159,6 +161,8 @@ typedef enum ingot_step_kind_e {
   INGOT_STEP_SIGNAL = 3,   /* this worker's progress count += 1; no bindings, fields 0 */
   INGOT_STEP_WAIT = 4,     /* wait until worker |kernel|'s progress count in this run
                               reaches |wg_end| (1-based signal number); no bindings */
+  INGOT_STEP_BARRIER = 5,  /* device plans (Vulkan): later steps see what earlier ones
+                              wrote; a CPU worker runs its steps in order and skips it */
 } ingot_step_kind_t;
 
 typedef struct ingot_step_t {
@@ -208,6 +212,35 @@ typedef struct ingot_step_work_t {
   uint64_t bytes; /* bytes the step's bindings read and write, scratch excluded */
 } ingot_step_work_t; /* 16 bytes */
 
+/* ---- SPIRV section (arch INGOT_ARCH_VULKAN; required there, absent elsewhere) ----
+ * [ingot_spirv_header_t][ingot_spirv_kernel_t x kernel_count][SPIR-V words]
+ * A Vulkan module's CODE section is empty; its PLAN kernel table holds, per plan
+ * kernel, an index into this section's kernel table. Every DISPATCH step runs its
+ * kernel on wg_end - wg_begin workgroups along x; each binding i of the step reaches the
+ * shader as push-constant word i, the binding's offset in 4-byte words within its base
+ * buffer (the shader knows which of the four base buffers it reads). A BARRIER step
+ * makes every write of the steps before it visible to the steps after it. */
+typedef struct ingot_spirv_header_t {
+  uint32_t kernel_count;        /* entries in the kernel table */
+  uint32_t device_features;     /* INGOT_DEVICE_FEATURE_* the shaders need */
+  uint32_t max_workgroup_size;  /* largest local size of any kernel (invocations) */
+  uint32_t max_shared_bytes;    /* largest workgroup shared memory of any kernel */
+  uint32_t submits_per_invoke;  /* queue submissions one invoke makes (1) */
+  uint32_t push_constant_bytes; /* push-constant range every kernel's layout declares */
+  uint32_t kernels_offset;      /* from the section start; 4-aligned */
+  uint32_t reserved;            /* 0 */
+} ingot_spirv_header_t;         /* 32 bytes */
+
+typedef struct ingot_spirv_kernel_t {
+  uint32_t code_offset;    /* from the section start; 4-aligned */
+  uint32_t code_size;      /* bytes of SPIR-V; a non-zero multiple of 4 */
+  uint32_t local_size;     /* invocations per workgroup (local_size_x; y = z = 1) */
+  uint32_t shared_bytes;   /* workgroup shared memory the kernel declares */
+} ingot_spirv_kernel_t;    /* 16 bytes */
+
+/* Device features a Vulkan module's shaders may need (ingot_spirv_header_t). */
+#define INGOT_DEVICE_FEATURE_SUBGROUP_ARITHMETIC (1u << 0) /* subgroupAdd/Max in compute */
+
 /* ---- Layout checks: these sizes are part of the file format. ----------- */
 #if defined(__cplusplus)
 #define INGOT_ABI_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
@@ -224,6 +257,8 @@ INGOT_ABI_STATIC_ASSERT(sizeof(ingot_step_t) == 24, "step is 24 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_binding_t) == 24, "binding is 24 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_external_weights_t) == 16, "external weights is 16 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_step_work_t) == 16, "step work is 16 bytes");
+INGOT_ABI_STATIC_ASSERT(sizeof(ingot_spirv_header_t) == 32, "spirv header is 32 bytes");
+INGOT_ABI_STATIC_ASSERT(sizeof(ingot_spirv_kernel_t) == 16, "spirv kernel is 16 bytes");
 
 #ifdef __cplusplus
 }

@@ -75,6 +75,11 @@ typedef struct ingot_module_t {
   const uint8_t* names;                /* NAMES section or NULL */
   uint64_t names_size;
   const ingot_step_work_t* step_work;  /* WORK section (step_count entries) or NULL */
+  /* Vulkan modules (arch INGOT_ARCH_VULKAN): the SPIRV section, else all NULL/0. */
+  const ingot_spirv_header_t* spirv;
+  const ingot_spirv_kernel_t* spirv_kernels; /* spirv->kernel_count entries */
+  const uint8_t* spirv_section;              /* code offsets are from here */
+  uint64_t spirv_section_size;
   /* Static text naming what a failed load found wrong (also on success: ""). */
   const char* error_detail;
 } ingot_module_t;

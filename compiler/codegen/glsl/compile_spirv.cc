@@ -1,0 +1,82 @@
+#include "compiler/codegen/glsl/compile_spirv.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/compile_native.h"
+#include "compiler/ir/error.h"
+
+namespace ingot::codegen {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool on_path(const std::string& tool) {
+  if (tool.find('/') != std::string::npos) return access(tool.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty() && access((fs::path(dir) / tool).c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::vector<uint32_t>> compile_spirv(const std::vector<GlslKernel>& kernels, const target::Target& target,
+                                                 const SpirvOptions& options) {
+  const std::string compiler = options.compiler.empty() ? target.cc : options.compiler;
+  if (!on_path(compiler)) fail("the shader compiler '{}' is not installed (Debian package glslang-tools)", compiler);
+  std::string tmpl = (fs::temp_directory_path() / "ingot-spv-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) fail("cannot create a temporary folder: {}", std::strerror(errno));
+  const fs::path dir = tmpl;
+  struct Cleanup {
+    fs::path dir;
+    bool keep;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!keep) fs::remove_all(dir, ec);
+    }
+  } cleanup{dir, options.keep_temps};
+  if (options.keep_temps) fmt::print("shaders kept in {}\n", dir.string());
+
+  std::vector<std::vector<uint32_t>> out;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const fs::path src = dir / fmt::format("k{}.comp", i), spv = dir / fmt::format("k{}.spv", i),
+                   log = dir / fmt::format("k{}.log", i);
+    {
+      std::ofstream f(src, std::ios::binary);
+      f << kernels[i].source;
+      if (!f) fail("cannot write '{}'", src.string());
+    }
+    std::vector<std::string> argv = {compiler, "-V"};
+    argv.insert(argv.end(), target.cflags.begin(), target.cflags.end());
+    argv.insert(argv.end(), {"-S", "comp", "-o", spv.string(), src.string()});
+    if (run_tool(argv, log.string()) != 0)
+      fail("shader compiler failed on kernel {} ({}): {}", i, kernels[i].name, first_error_line(slurp(log)));
+    const std::string bytes = slurp(spv);
+    if (bytes.empty() || bytes.size() % 4 != 0)
+      fail("shader compiler wrote no SPIR-V for kernel {} ({})", i, kernels[i].name);
+    std::vector<uint32_t> words(bytes.size() / 4);
+    std::memcpy(words.data(), bytes.data(), bytes.size());
+    out.push_back(std::move(words));
+  }
+  return out;
+}
+
+}  // namespace ingot::codegen
