@@ -140,10 +140,12 @@ void compile(const CompileOptions& options) {
   if (target.device) return compile_device(options, target, std::move(graph), t0);
 
   // Every stage after import is a pass or stage the dump flags can name.
+  ops::TargetTraits traits = target_traits(target);
+  traits.workers = options.workers;
   passes::PassManager pipeline =
       passes::default_pipeline(ops::gemm_tile_for(target.features, target.arch).nr,
                                /*winograd=*/target.arch != INGOT_ARCH_ARM_CORTEX_M,
-                               /*fuse_blocks=*/(target.features & INGOT_FEATURE_AVX512F) != 0, target_traits(target));
+                               /*fuse_blocks=*/(target.features & INGOT_FEATURE_AVX512F) != 0, traits);
   passes::PassOptions pass_options;
   pass_options.time_passes = options.time_passes;
   std::vector<std::string> stage_names = {"plan", "streams", "codegen"};

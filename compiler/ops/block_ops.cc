@@ -150,13 +150,15 @@ struct BlockPlan {
   int64_t panel = 0;          // floats: one im2col panel (a KxK expand)
 };
 
-BlockPlan block_plan(const BlockGeometry& g, bool expand, int64_t l2_bytes) {
+BlockPlan block_plan(const BlockGeometry& g, bool expand, int64_t l2_bytes, int64_t min_bands) {
   BlockPlan p;
   // Expand rows and depthwise rows of one band within 5/8 of the L2 (640 KB of 1 MB),
   // so they stay there.
   int64_t per_row = g.E * ((expand ? g.S * g.W : 0) + g.OW);
   const int64_t budget_floats = std::max<int64_t>(l2_bytes, 64 * 1024) / 4 * 5 / 8;
   p.OB = std::clamp<int64_t>(budget_floats / std::max<int64_t>(per_row, 1), 1, g.OH);
+  // At least |min_bands| bands (workgroups) when there are rows enough.
+  if (min_bands > 1) p.OB = std::min(p.OB, std::max<int64_t>(1, (g.OH + min_bands - 1) / min_bands));
   p.RB = (p.OB - 1) * g.S + 3;
   p.Wp = g.W + 1;  // rows share their one-column zero gap (see conv_ops' shared_pad_width)
   p.Wq = (p.Wp + 1) / 2 + 2;
@@ -171,7 +173,8 @@ BlockPlan block_plan(const BlockGeometry& g, bool expand, int64_t l2_bytes) {
 }
 
 uint64_t block_scratch_bytes(const Node& node) {
-  BlockPlan p = block_plan(block_geometry(node), has_expand(node), node.attr_int("l2_bytes", 1 << 20));
+  BlockPlan p = block_plan(block_geometry(node), has_expand(node), node.attr_int("l2_bytes", 1 << 20),
+                           node.attr_int("min_bands", 1));
   return static_cast<uint64_t>(p.ebuf + p.plane + p.dbuf + p.panel) * sizeof(float);
 }
 
@@ -194,7 +197,7 @@ std::string lower_block(LoweringContext& ctx) {
   if (!(ctx.target_features & INGOT_FEATURE_AVX512F)) fail("{}: needs an AVX-512 target", node.describe());
   if (ctx.scratch.empty()) fail("{}: needs scratch", node.describe());
   BlockGeometry g = block_geometry(node);
-  BlockPlan p = block_plan(g, has_expand(node), node.attr_int("l2_bytes", 1 << 20));
+  BlockPlan p = block_plan(g, has_expand(node), node.attr_int("l2_bytes", 1 << 20), node.attr_int("min_bands", 1));
   Activation ea = activation(node, "expand_"), da = activation(node, "dw_");
   ctx.headers.insert("f32_gemm_tile.h");
   ctx.headers.insert("f32_dwconv2d.h");

@@ -26,6 +26,7 @@ struct TargetTraits {
   int64_t l1d_bytes = 32 * 1024;
   int64_t l2_bytes = 1024 * 1024;
   int64_t l3_bytes = 0;  // 0: none or unknown
+  uint32_t workers = 1;  // step lists the plan is compiled for (--workers)
 };
 
 // What a lowering sees: the node, C names of its buffers and the fused epilogue.

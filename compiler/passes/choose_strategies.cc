@@ -12,6 +12,10 @@ void choose_strategies(Graph& graph, const ops::TargetTraits& target) {
     // Kernels that block for the L2 (Winograd tiles, banded MobileNet blocks) size
     // their blocks for this one, recorded so lowering and scratch read the same.
     if (node.op_type == "Conv" || node.op_type == "InvertedResidual") node.attrs["l2_bytes"] = target.l2_bytes;
+    // A banded block has one workgroup per band: compiled for several workers, it gets
+    // at least that many bands, so the partition can split it (per-element results do
+    // not depend on the band size).
+    if (node.op_type == "InvertedResidual") node.attrs["min_bands"] = static_cast<int64_t>(target.workers);
     if (node.op_type != "Conv") continue;
     node.attrs.erase("strategy");  // a graph compiled again, for another target
     node.attrs["strategy"] = std::string(ops::conv_strategy_name(ops::choose_conv_strategy(node, target)));

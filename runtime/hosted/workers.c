@@ -129,14 +129,18 @@ static void* ingot_worker_thread_(void* raw) {
   }
 }
 
-/* Pins worker thread |index| to the index-th CPU this process may use, if any. */
+/* Pins worker thread |index| (1..) to one of the CPUs this process may use, skipping
+ * the CPU the creating thread runs on (thread 0 is the caller, which stays unpinned:
+ * its CPU is left to it, so the two never share a core while others are free). */
 static void ingot_pin_thread_(pthread_t tid, uint32_t index) {
 #if defined(__linux__) && defined(_GNU_SOURCE)
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  const int caller = sched_getcpu();
+  if (caller >= 0 && caller < CPU_SETSIZE && CPU_COUNT(&allowed) > 1) CPU_CLR(caller, &allowed);
   const int count = CPU_COUNT(&allowed);
-  if (count <= 1) return;
-  int want = (int)(index % (uint32_t)count), seen = -1;
+  if (count < 1) return;
+  int want = (int)((index - 1u) % (uint32_t)count), seen = -1;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &allowed) || ++seen != want) continue;
     cpu_set_t one;
