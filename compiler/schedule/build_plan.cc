@@ -163,7 +163,8 @@ void place_storage(Plan& plan, const Graph& graph) {
       if (!r->is_constant() || plan.storage.count(r)) continue;
       uint64_t offset = align_up(plan.constants.size());
       plan.constants.resize(offset + r->constant->byte_size());
-      std::memcpy(plan.constants.data() + offset, r->constant->bytes.data(), r->constant->byte_size());
+      if (r->constant->byte_size() > 0)  // an empty tensor has no bytes to copy (and null pointers)
+        std::memcpy(plan.constants.data() + offset, r->constant->bytes.data(), r->constant->byte_size());
       plan.storage[r] = Storage{INGOT_BASE_CONSTANTS, 0, offset};
     }
   plan.constants.resize(align_up(plan.constants.size()));
