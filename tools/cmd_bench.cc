@@ -32,6 +32,7 @@ struct BenchArgs {
   bool per_step = false;
   double peak_gflops = 0;  // 0: measure
   bool flush_denormals = false;
+  bool check_arena = false;
 };
 
 // Accumulates the time each step takes, for --per-step.
@@ -190,7 +191,7 @@ nlohmann::ordered_json step_report_json(const StepReport& report) {
 int run_bench(const BenchArgs& args, Streams& streams) {
   for (const std::string& value : args.inputs) reject_flag_like("--input", value);
   if (args.flush_denormals) flush_denormals_to_zero();
-  Session session(args.module);
+  Session session(args.module, args.check_arena);
   std::vector<Tensor> inputs;
   const bool random_inputs = args.inputs.empty() && !session.inputs().empty();
   if (random_inputs) {
@@ -274,6 +275,9 @@ CommandFn add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON object instead of a table");
   cmd->add_flag("--flush-denormals", args->flush_denormals,
                 "Treat denormal floats as zero while timing (x86 FTZ/DAZ)");
+  cmd->add_flag("--check-arena", args->check_arena,
+                "Check every step's writes on every run, as 'ingot run --check-arena' "
+                "(the times then measure the check)");
   cmd->add_flag("--per-step", args->per_step,
                 "Also time each plan step, slowest first, with its GFLOP/s, share of the core's peak and GB/s");
   cmd->add_option("--peak", args->peak_gflops,

@@ -1,7 +1,8 @@
 // ingot run MODULE --input=... [--output=@y.npy] [--expected-output=@ref.npy]: one
 // invocation, its outputs printed, written and compared. Files are .npy, or ONNX
 // TensorProto when the name ends in .pb. Integer and bool outputs must match exactly;
-// the tolerances apply to f32 outputs only.
+// the tolerances apply to f32 outputs only. --check-arena checks every step's writes
+// (tools/arena_check.h).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -26,6 +27,7 @@ struct RunArgs {
   double atol = 1e-4;
   double rtol = 1e-4;
   bool print = true;
+  bool check_arena = false;
 };
 
 // "@y.npy" or "y.npy" -> "y.npy".
@@ -41,7 +43,7 @@ int run_run(const RunArgs& args, Streams& streams) {
   for (const std::string& value : args.expected) reject_flag_like("--expected-output", value);
   std::vector<std::string> paths;
   for (const std::string& value : args.outputs) paths.push_back(output_path(value));
-  Session session(args.module);
+  Session session(args.module, args.check_arena);
   const std::vector<TensorInfo>& outputs = session.outputs();
 
   // Everything the user gave is checked before the module runs.
@@ -134,6 +136,9 @@ CommandFn add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--print-outputs,!--no-print", args->print,
                 "Print the outputs (default) or not");
+  cmd->add_flag("--check-arena", args->check_arena,
+                "Guard the arena, inputs and outputs and check after every step that it "
+                "wrote only inside its own bindings (slow; for testing)");
   return [args](Streams& streams) { return run_run(*args, streams); };
 }
 

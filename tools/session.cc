@@ -89,23 +89,45 @@ Tensor random_tensor(const TensorInfo& info, std::mt19937_64& rng) {
   return tensor;
 }
 
-Session::Session(const std::string& path) : module_(path) {
+Session::Session(const std::string& path, bool check_arena) : module_(path) {
   inputs_ = module_inputs(module());
   outputs_ = module_outputs(module());
-  arena_ = AlignedBuffer(ingot_module_arena_size(&module()));
-  ingot_status_t status =
-      ingot_context_initialize(&module(), arena_.data(), arena_.size(), &context_);
+  const size_t arena_size = ingot_module_arena_size(&module());
+  uint8_t* arena = nullptr;
+  if (check_arena) {
+    guarded_arena_ = GuardedBuffer(arena_size);
+    arena = guarded_arena_.data();
+  } else {
+    arena_ = AlignedBuffer(arena_size);
+    arena = arena_.data();
+  }
+  ingot_status_t status = ingot_context_initialize(&module(), arena, arena_size, &context_);
   if (status != INGOT_OK) {
-    fail("cannot initialize a context for '{}' (arena of {} bytes): {}", path, arena_.size(),
+    fail("cannot initialize a context for '{}' (arena of {} bytes): {}", path, arena_size,
          ingot_status_string(status));
   }
-  for (const TensorInfo& info : inputs_) input_buffers_.emplace_back(info.byte_size);
-  for (const TensorInfo& info : outputs_) output_buffers_.emplace_back(info.byte_size);
   // Never hand the runtime a null array, even for a module without inputs.
   input_pointers_.assign(std::max<size_t>(inputs_.size(), 1), nullptr);
   output_pointers_.assign(std::max<size_t>(outputs_.size(), 1), nullptr);
-  for (size_t i = 0; i < inputs_.size(); ++i) input_pointers_[i] = input_buffers_[i].data();
-  for (size_t i = 0; i < outputs_.size(); ++i) output_pointers_[i] = output_buffers_[i].data();
+  if (check_arena) {
+    for (const TensorInfo& info : inputs_) guarded_inputs_.emplace_back(info.byte_size);
+    for (const TensorInfo& info : outputs_) guarded_outputs_.emplace_back(info.byte_size);
+    std::vector<const GuardedBuffer*> in, out;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      input_pointers_[i] = guarded_inputs_[i].data();
+      in.push_back(&guarded_inputs_[i]);
+    }
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      output_pointers_[i] = guarded_outputs_[i].data();
+      out.push_back(&guarded_outputs_[i]);
+    }
+    checker_ = std::make_unique<ArenaChecker>(module(), &guarded_arena_, std::move(in), std::move(out));
+  } else {
+    for (const TensorInfo& info : inputs_) input_buffers_.emplace_back(info.byte_size);
+    for (const TensorInfo& info : outputs_) output_buffers_.emplace_back(info.byte_size);
+    for (size_t i = 0; i < inputs_.size(); ++i) input_pointers_[i] = input_buffers_[i].data();
+    for (size_t i = 0; i < outputs_.size(); ++i) output_pointers_[i] = output_buffers_[i].data();
+  }
 }
 
 void Session::set_inputs(const std::vector<Tensor>& tensors) {
@@ -118,22 +140,31 @@ void Session::set_inputs(const std::vector<Tensor>& tensors) {
       fail("input {} ('{}'): the module expects {} bytes for {}, the tensor has {}", i,
            inputs_[i].name, inputs_[i].byte_size, inputs_[i].type(), tensors[i].bytes.size());
     }
-    std::memcpy(input_buffers_[i].data(), tensors[i].bytes.data(), tensors[i].bytes.size());
+    std::memcpy(const_cast<void*>(input_pointers_[i]), tensors[i].bytes.data(), tensors[i].bytes.size());
   }
 }
 
-void Session::invoke() {
-  ingot_status_t status = ingot_invoke(&context_, input_pointers_.data(), output_pointers_.data());
-  if (status != INGOT_OK) {
-    fail("invoking '{}' failed: {}", path(), ingot_status_string(status));
-  }
-}
+void Session::invoke() { invoke_observed(nullptr, nullptr); }
 
 void Session::invoke_observed(ingot_step_observer_t observer, void* data) {
-  ingot_status_t status =
-      ingot_invoke_observed(&context_, input_pointers_.data(), output_pointers_.data(), observer, data);
+  ingot_status_t status;
+  if (checker_) {
+    checker_->set_next(observer, data);
+    checker_->begin();
+    status = ingot_invoke_observed(&context_, input_pointers_.data(), output_pointers_.data(),
+                                   &ArenaChecker::observe, checker_.get());
+  } else if (observer) {
+    status = ingot_invoke_observed(&context_, input_pointers_.data(), output_pointers_.data(),
+                                   observer, data);
+  } else {
+    status = ingot_invoke(&context_, input_pointers_.data(), output_pointers_.data());
+  }
   if (status != INGOT_OK) {
     fail("invoking '{}' failed: {}", path(), ingot_status_string(status));
+  }
+  if (checker_) {
+    const std::string violation = checker_->end();
+    if (!violation.empty()) fail("{}", violation);
   }
 }
 
@@ -147,7 +178,7 @@ Tensor Session::output(size_t index) const {
     fail("output {} ('{}'): the module records {} bytes for {}, which needs {}", index,
          info.name, info.byte_size, info.type(), expected);
   }
-  const uint8_t* data = output_buffers_[index].data();
+  const uint8_t* data = static_cast<const uint8_t*>(output_pointers_[index]);
   tensor.bytes.assign(data, data + info.byte_size);
   return tensor;
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tools/arena_check.h"
 #include "tools/module_view.h"
 #include "tools/tensor_io.h"
 
@@ -50,8 +51,10 @@ Tensor random_tensor(const TensorInfo& info, std::mt19937_64& rng);
 
 class Session {
  public:
-  // Loads |path| with the hosted runtime and binds a fresh arena. Throws ingot::Error.
-  explicit Session(const std::string& path);
+  // Loads |path| with the hosted runtime and binds a fresh arena. With |check_arena|,
+  // the arena, inputs and outputs are guarded buffers and every invoke checks each
+  // step's writes (tools/arena_check.h). Throws ingot::Error.
+  explicit Session(const std::string& path, bool check_arena = false);
 
   const std::string& path() const { return module_.path(); }
   const ingot_module_t& module() const { return module_.module(); }
@@ -61,8 +64,10 @@ class Session {
 
   // Copies |tensors| (checked against the signature) into the input buffers.
   void set_inputs(const std::vector<Tensor>& tensors);
-  // Runs the plan once with the current inputs. Throws ingot::Error on a failed status.
+  // Runs the plan once with the current inputs. Throws ingot::Error on a failed status
+  // or, in arena check mode, on the first write outside a step's bindings.
   void invoke();
+  bool checking_arena() const { return checker_ != nullptr; }
   // invoke, calling |observer| around every step (per-step profiling).
   void invoke_observed(ingot_step_observer_t observer, void* data);
   // Output |index| of the last invoke, copied out.
@@ -78,6 +83,11 @@ class Session {
   std::vector<AlignedBuffer> output_buffers_;
   std::vector<const void*> input_pointers_;
   std::vector<void*> output_pointers_;
+  // Arena check mode: the guarded buffers the pointers above point into.
+  GuardedBuffer guarded_arena_;
+  std::vector<GuardedBuffer> guarded_inputs_;
+  std::vector<GuardedBuffer> guarded_outputs_;
+  std::unique_ptr<ArenaChecker> checker_;
 };
 
 }  // namespace ingot::tools
