@@ -1,5 +1,10 @@
 #include "compiler/import/onnx/import_onnx.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <climits>
 #include <filesystem>
 #include <fstream>
@@ -200,6 +205,59 @@ bool convertible(const onnx::ModelProto& model) {
   return true;
 }
 
+// libonnx's version converter, run in a child process: its adapters trust shape
+// information a model need not carry and dereference it unchecked (Gemm_6_7 crashes
+// on a model that passes every structural check in convertible()), so a crash, a hang
+// (60 s) or an exception there must not take the compiler with it. Returns the
+// converted model, or nothing when the converter failed in any way.
+std::optional<onnx::ModelProto> convert_in_child(const onnx::ModelProto& model, int to_opset) {
+  int fds[2];
+  if (::pipe(fds) != 0) return std::nullopt;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::alarm(60);
+    std::string bytes;
+    try {
+      onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(model, to_opset);
+      if (!converted.SerializeToString(&bytes)) ::_exit(3);
+    } catch (...) {
+      ::_exit(3);
+    }
+    for (size_t at = 0; at < bytes.size();) {
+      const ssize_t n = ::write(fds[1], bytes.data() + at, bytes.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) ::_exit(4);
+      at += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string bytes;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  onnx::ModelProto converted;
+  if (bytes.size() > static_cast<size_t>(INT_MAX) ||
+      !converted.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return std::nullopt;
+  return converted;
+}
+
 int default_opset(const onnx::ModelProto& model) {
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
@@ -220,13 +278,11 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
   if (opset < options.min_opset && opset >= 1 && convertible(model)) {
     // libonnx knows opsets <= 17; older models come up to the table's opset. When the
     // converter cannot handle a model, import as is: the op table reads old forms too.
-    // A model the converter would crash on (see convertible) is imported as is; the
-    // checks below refuse it with a message.
-    try {
-      onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(model, options.convert_to_opset);
-      model = std::move(converted);
+    // A model the converter would crash on (see convertible and convert_in_child) is
+    // imported as is; the checks below refuse it with a message.
+    if (std::optional<onnx::ModelProto> converted = convert_in_child(model, options.convert_to_opset)) {
+      model = std::move(*converted);
       opset = default_opset(model);
-    } catch (const std::exception&) {
     }
   }
 
