@@ -57,8 +57,26 @@ std::vector<Tensor> load_tensors(std::string_view role, std::string_view flag,
   tensors.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     Tensor tensor;
+    // An inline tensor's type is checked before its values are read, so a huge shape
+    // that the module does not take costs no memory.
+    const std::string& arg = args[i];
+    const size_t eq = arg.find('=');
+    if (!arg.empty() && arg.front() != '@' && eq != std::string::npos) {
+      Tensor shape_only;
+      try {
+        std::string type = arg.substr(0, eq);
+        type.erase(0, type.find_first_not_of(" \t"));
+        type.erase(type.find_last_not_of(" \t") + 1);
+        const TypeSpec spec = parse_type(type);
+        shape_only.dtype = spec.dtype;
+        shape_only.dims = spec.dims;
+      } catch (const Error& e) {
+        fail("{}: {}", describe(role, i, signature[i]), e.what());
+      }
+      check_tensor(role, i, signature[i], shape_only);
+    }
     try {
-      tensor = parse_tensor_arg(args[i]);
+      tensor = parse_tensor_arg(arg);
     } catch (const Error& e) {
       fail("{}: {}", describe(role, i, signature[i]), e.what());
     }

@@ -257,8 +257,9 @@ void add_elementwise(std::map<std::string, OpDef>& table, const ElementwiseSpec&
 
 void register_elementwise_ops(std::map<std::string, OpDef>& t) {
   add(
-      t, "Relu", 1, [](const Attrs&, double a, double) { return a > 0 ? a : 0.0; },
-      [](const Attrs&, S a, S) { return fmt::format("({a} > 0 ? {a} : 0)", fmt::arg("a", a)); }, kNumeric,
+      // NaN stays NaN (a < 0 is false for it), as in ONNX Runtime and torch.
+      t, "Relu", 1, [](const Attrs&, double a, double) { return a < 0 ? 0.0 : a; },
+      [](const Attrs&, S a, S) { return fmt::format("({a} < 0 ? 0 : {a})", fmt::arg("a", a)); }, kNumeric,
       [](const Attrs&, int64_t a, int64_t) { return a > 0 ? a : int64_t{0}; });
   add(
       t, "LeakyRelu", 1, [](const Attrs& at, double a, double) { return a >= 0 ? a : a * attr_f(at, "alpha", 0.01f); },

@@ -258,6 +258,9 @@ std::optional<onnx::ModelProto> convert_in_child(const onnx::ModelProto& model, 
   return converted;
 }
 
+// The newest default-domain opset a model may declare.
+constexpr int64_t kMaxOpset = 21;
+
 int default_opset(const onnx::ModelProto& model) {
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
@@ -275,6 +278,15 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
   if (!model.has_graph()) fail("'{}' has no graph", path);
 
   int opset = default_opset(model);
+  {
+    // The version the model declares decides which forms its ops take; an opset no
+    // ONNX release defined would be read silently under some other version's rules.
+    int64_t declared = 1;
+    for (const auto& o : model.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") declared = o.version();
+    if (declared < 1 || declared > kMaxOpset)
+      fail("'{}' declares opset {} of the default domain; ingot reads opsets 1 to {}", path, declared, kMaxOpset);
+  }
   if (opset < options.min_opset && opset >= 1 && convertible(model)) {
     // libonnx knows opsets <= 17; older models come up to the table's opset. When the
     // converter cannot handle a model, import as is: the op table reads old forms too.
@@ -291,14 +303,23 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
   graph->opset = opset;
   graph->name = g.name().empty() ? "main" : g.name();
   std::map<std::string, Value*> values;
+  // What defined each name so far, for messages about a name defined twice.
+  std::map<std::string, std::string> defined_by;
 
   for (const auto& init : g.initializer()) {
+    if (init.name().empty()) fail("an initializer has no name");
+    if (!defined_by.emplace(init.name(), "an initializer").second)
+      fail("initializer '{}' is defined twice", init.name());
     Value* v = graph->add_constant(init.name(), tensor_from_proto(init, dir));
     values[init.name()] = v;
   }
   std::set<std::string> used_overrides;
+  std::set<std::string> input_names;
   for (const auto& in : g.input()) {
+    if (in.name().empty()) fail("a graph input has no name");
+    if (!input_names.insert(in.name()).second) fail("graph input '{}' is declared twice", in.name());
     if (values.count(in.name())) continue;  // an initializer listed as an input
+    defined_by[in.name()] = "a graph input";
     std::string what = fmt::format("input '{}'", in.name());
     if (!in.type().has_tensor_type()) fail("{}: only tensor inputs are supported", what);
     const auto& tt = in.type().tensor_type();
@@ -350,6 +371,13 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
     if (!def) fail("unsupported op '{}' (node '{}', opset {})", np.op_type(), name, opset);
     for (const auto& a : np.attribute()) node->attrs[a.name()] = attr_from_proto(a, *node, dir);
     for (int o = 0; o < np.output_size(); ++o) {
+      if (np.output(o).empty()) continue;
+      auto [it, fresh] = defined_by.emplace(np.output(o), fmt::format("node '{}' ({})", name, np.op_type()));
+      if (!fresh)
+        fail("node '{}' ({}) writes '{}', which {} already defines; every value has one producer", name,
+             np.op_type(), np.output(o), it->second);
+    }
+    for (int o = 0; o < np.output_size(); ++o) {
       Value* out = node->outputs[o];
       out->name = np.output(o).empty() ? fmt::format("{}:{}", name, o) : np.output(o);
       if (!np.output(o).empty()) values[np.output(o)] = out;
@@ -359,7 +387,7 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
     // shape, Slice's starts) need those values. fold_constants then removes them.
     bool known = def->reference != nullptr;
     for (Value* in : node->inputs) known &= in == nullptr || in->is_constant() || def->folds_from_shape;
-    if (known) {
+    if (known && ops::fold_at_compile_time(*node)) {
       std::vector<const Tensor*> in_tensors;
       for (Value* in : node->inputs) in_tensors.push_back(in && in->constant ? in->constant.get() : nullptr);
       std::vector<Tensor> results = ops::run_reference(*node, in_tensors);
