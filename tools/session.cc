@@ -113,10 +113,18 @@ Session::Session(const std::string& path, bool check_arena) : module_(path) {
   const size_t arena_size = ingot_module_arena_size(&module());
   uint8_t* arena = nullptr;
   if (check_arena) {
-    guarded_arena_ = GuardedBuffer(arena_size);
+    try {
+      guarded_arena_ = GuardedBuffer(arena_size);
+    } catch (const std::exception&) {
+      fail("'{}' asks for an arena of {} bytes, which cannot be allocated", path, arena_size);
+    }
     arena = guarded_arena_.data();
   } else {
-    arena_ = AlignedBuffer(arena_size);
+    try {
+      arena_ = AlignedBuffer(arena_size);
+    } catch (const std::exception&) {
+      fail("'{}' asks for an arena of {} bytes, which cannot be allocated", path, arena_size);
+    }
     arena = arena_.data();
   }
   ingot_status_t status = ingot_context_initialize(&module(), arena, arena_size, &context_);
