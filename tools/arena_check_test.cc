@@ -140,5 +140,24 @@ TEST_F(ArenaCheckTest, OverrunOfAnOutputIsNamed) {
   EXPECT_NE(r.err.find("binding 0 (output0+0:64)"), std::string::npos) << r.err;
 }
 
+// Two arena bindings of one step: the kernel overruns binding 0 into binding 1. Side
+// by side, the check cannot tell (binding 1 is the step's to write); with the gap that
+// `ingot compile --arena-guard` leaves after every buffer, it names the overrun.
+TEST_F(ArenaCheckTest, OverrunIntoTheNextBindingNeedsTheGuardGap) {
+  auto module = [](uint64_t second_offset) {
+    emit::ModuleContents c = fill_module(128, bind(INGOT_BASE_ARENA, 0, 0, 64), 256);
+    c.bindings = {bind(INGOT_BASE_ARENA, 0, 0, 64), bind(INGOT_BASE_ARENA, 0, second_offset, 64),
+                  bind(INGOT_BASE_ARENA, 0, 0, 64), bind(INGOT_BASE_OUTPUT, 0, 0, 64)};
+    c.steps = {dispatch_step(0, 2), copy_step(2, 64)};
+    return c;
+  };
+  EXPECT_EQ(ingot({"run", write(module(64)), kInput, "--check-arena"}).status, kExitOk);
+  Result r = ingot({"run", write(module(128)), kInput, "--check-arena"});
+  EXPECT_EQ(r.status, kExitError);
+  EXPECT_NE(r.err.find("wrote arena byte 64, outside its bindings; 1 byte past the end of its binding 0 (arena+0:64)"),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace ingot::tools

@@ -6,6 +6,7 @@
 
 #include "compiler/driver/driver.h"
 #include "compiler/ir/error.h"
+#include "ingot/abi.h"
 #include "tools/commands.h"
 #include "tools/tensor_io.h"
 
@@ -25,6 +26,7 @@ struct CompileArgs {
   std::vector<std::string> input_shapes;
   std::string cc;  // empty: the target's C compiler
   bool keep_temps = false;
+  bool arena_guard = false;
 };
 
 int run_compile(const CompileArgs& args) {
@@ -53,6 +55,7 @@ int run_compile(const CompileArgs& args) {
   }
   options.cc = args.cc;
   options.keep_temps = args.keep_temps;
+  options.arena_guard = args.arena_guard ? INGOT_ARENA_ALIGNMENT : 0;
   if (args.output.empty()) fail("-o: empty output path");
   driver::compile(options);
   return kExitOk;
@@ -127,6 +130,9 @@ CommandFn add_compile_command(CLI::App& app) {
       ->type_name("PATH");
   cmd->add_flag("--keep-temps", args->keep_temps,
                 "Keep the generated C sources in a temporary folder (debugging)");
+  cmd->add_flag("--arena-guard", args->arena_guard,
+                "Leave a 64-byte gap after every arena buffer, so 'ingot run --check-arena' also "
+                "sees a step overrun one of its own buffers into the next (testing)");
   return [args](Streams&) { return run_compile(*args); };
 }
 

@@ -19,6 +19,7 @@
 #include "compiler/emit/output_files.h"
 #include "compiler/import/onnx/import_onnx.h"
 #include "compiler/ir/error.h"
+#include "compiler/memory/interval_planner.h"
 #include "compiler/passes/passes.h"
 #include "compiler/schedule/plan.h"
 #include "compiler/ops/gemm_lowering.h"
@@ -86,6 +87,7 @@ void compile(const CompileOptions& options) {
   pipeline.run(*graph, pass_options, std::cout);
 
   auto t1 = Clock::now();
+  const memory::ScopedArenaGuard arena_guard(options.arena_guard);
   schedule::Plan plan = schedule::build_plan(*graph);
   if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "plan", ms_since(t1) * 1000);
   if (wants_dump(options, "plan")) fmt::print("// ----- plan -----\n{}", schedule::print_plan(plan));

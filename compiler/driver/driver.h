@@ -28,6 +28,7 @@ struct CompileOptions {
   std::vector<InputShapeOverride> input_shapes;
   std::string cc;                       // C compiler for kernels; empty: the target's
   bool keep_temps = false;              // leave the generated C in a temp dir (debugging)
+  uint64_t arena_guard = 0;             // bytes of canary gap after every arena buffer
 };
 
 // Compiles |options.input_path| into |options.output_path|. Diagnostics (dumps, pass
