@@ -5,6 +5,8 @@
 #include <cstring>
 #include <new>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "compiler/ir/error.h"
@@ -111,6 +113,13 @@ Session::Session(const std::string& path, bool check_arena) : module_(path) {
   inputs_ = module_inputs(module());
   outputs_ = module_outputs(module());
   const size_t arena_size = ingot_module_arena_size(&module());
+  // An arena beyond the machine's memory is refused before any allocation is tried.
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0 && arena_size / static_cast<size_t>(page_size) > static_cast<size_t>(pages)) {
+    fail("'{}' asks for an arena of {} bytes, more than this machine's {} bytes of memory", path, arena_size,
+         static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size));
+  }
   uint8_t* arena = nullptr;
   if (check_arena) {
     try {

@@ -1,5 +1,6 @@
 #include "compiler/import/onnx/import_onnx.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -222,6 +223,14 @@ std::optional<onnx::ModelProto> convert_in_child(const onnx::ModelProto& model, 
   if (pid == 0) {
     ::close(fds[0]);
     ::alarm(60);
+    // What the converter prints when it fails (a crash report included) is not ingot's
+    // message: the parent says what went wrong in one line.
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    if (null_fd >= 0) {
+      ::dup2(null_fd, STDOUT_FILENO);
+      ::dup2(null_fd, STDERR_FILENO);
+      ::close(null_fd);
+    }
     std::string bytes;
     try {
       onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(model, to_opset);
