@@ -222,6 +222,9 @@ std::optional<onnx::ModelProto> convert_in_child(const onnx::ModelProto& model, 
   }
   if (pid == 0) {
     ::close(fds[0]);
+    // A crash here ends the child and nothing else: the handlers the parent installed
+    // (a sanitizer's, a fuzzer's) would report it as the parent's own.
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM}) ::signal(sig, SIG_DFL);
     ::alarm(60);
     // What the converter prints when it fails (a crash report included) is not ingot's
     // message: the parent says what went wrong in one line.
