@@ -19,7 +19,8 @@
 #include <immintrin.h>
 
 /* C[mr x nr] = A * B, then (optionally) + bias[row] and an activation, then stored.
- * ReLU maps NaN to 0 and Clip keeps it, as their references do. */
+ * ReLU and Clip keep NaN, as their references do (max_ps returns its second operand
+ * when either is NaN, so the value goes second). */
 INGOT_INLINE void f32_gemm_tile_8x48_avx512_act(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
                                                 ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b,
                                                 ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
@@ -57,7 +58,7 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512_act(float* INGOT_RESTRICT c, ingot_i
 #pragma GCC unroll 3
       for (int v = 0; v < 3; ++v) {
         if (bias) acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_set1_ps(bias[r]));
-        if (act == INGOT_TILE_ACT_RELU) acc[r][v] = _mm512_max_ps(acc[r][v], _mm512_setzero_ps());
+        if (act == INGOT_TILE_ACT_RELU) acc[r][v] = _mm512_max_ps(_mm512_setzero_ps(), acc[r][v]);
         if (act == INGOT_TILE_ACT_CLIP) {
           acc[r][v] = _mm512_max_ps(_mm512_set1_ps(lo), acc[r][v]);
           acc[r][v] = _mm512_min_ps(_mm512_set1_ps(hi), acc[r][v]);

@@ -18,11 +18,11 @@ typedef int32_t ingot_index_t;
 #define INGOT_INLINE static inline __attribute__((always_inline))
 
 /* Activation a vector kernel applies to its results in registers (GEMM tiles,
- * depthwise stores): none, ReLU (NaN becomes 0) or Clip to [lo, hi] (NaN stays). */
+ * depthwise stores): none, ReLU or Clip to [lo, hi] (NaN stays NaN in both). */
 enum { INGOT_TILE_ACT_NONE = 0, INGOT_TILE_ACT_RELU = 1, INGOT_TILE_ACT_CLIP = 2 };
 #define INGOT_RESTRICT __restrict__
 
-INGOT_INLINE float ingot_relu(float x) { return x > 0.0f ? x : 0.0f; }
+INGOT_INLINE float ingot_relu(float x) { return x < 0.0f ? 0.0f : x; }
 INGOT_INLINE float ingot_leaky_relu(float x, float alpha) { return x >= 0.0f ? x : x * alpha; }
 INGOT_INLINE float ingot_clip(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
 INGOT_INLINE float ingot_absf(float x) { return x < 0.0f ? -x : x; }

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Build (if needed) and run every test: unit tests, runtime tests, end-to-end models
-# against torch, error paths. Exit status is non-zero when anything fails.
+# against torch, error paths, the malformed corpus; then the sanitizer suite
+# (scripts/test-asan.sh; INGOT_SKIP_ASAN=1 skips it). Exit status is non-zero when
+# anything fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j2 "$@"
+if [ "${INGOT_SKIP_ASAN:-0}" != 1 ] && [ $# -eq 0 ]; then
+  scripts/test-asan.sh
+fi

@@ -38,6 +38,7 @@ struct BenchArgs {
   uint32_t threads = 0;  // 0: one per plan worker
   std::string trace;     // Chrome trace-event JSON of one observed run
   int device = -1;
+  bool check_arena = false;
 };
 
 // Accumulates the time each step takes, for --per-step and --trace. Called from
@@ -234,7 +235,7 @@ nlohmann::ordered_json step_report_json(const StepReport& report) {
 int run_bench(const BenchArgs& args, Streams& streams) {
   for (const std::string& value : args.inputs) reject_flag_like("--input", value);
   if (args.flush_denormals) flush_denormals_to_zero();
-  Session session(args.module, args.threads, args.device);
+  Session session(args.module, args.threads, args.device, args.check_arena);
   std::vector<Tensor> inputs;
   const bool random_inputs = args.inputs.empty() && !session.inputs().empty();
   if (random_inputs) {
@@ -355,6 +356,9 @@ CommandFn add_bench_command(CLI::App& app) {
   cmd->add_option("--trace", args->trace,
                   "Write one observed run's step times per worker as Chrome trace-event JSON (Perfetto opens it)")
       ->type_name("PATH");
+  cmd->add_flag("--check-arena", args->check_arena,
+                "Check every step's writes on every run, as 'ingot run --check-arena' "
+                "(the times then measure the check)");
   cmd->add_flag("--per-step", args->per_step,
                 "Also time each plan step, slowest first, with its GFLOP/s, share of the core's peak and GB/s");
   cmd->add_option("--device", args->device, "Vulkan modules: the device to run on (see 'ingot devices'; default: the best)")

@@ -11,6 +11,7 @@
 
 #include "compiler/driver/driver.h"
 #include "compiler/ir/error.h"
+#include "ingot/abi.h"
 #include "tools/commands.h"
 #include "tools/tensor_io.h"
 
@@ -51,6 +52,7 @@ driver::CompileOptions compile_options(const CompileArgs& args) {
   options.cc = args.cc;
   options.keep_temps = args.keep_temps;
   options.workers = parse_workers(args.workers);
+  options.arena_guard = args.arena_guard ? INGOT_ARENA_ALIGNMENT : 0;
   if (args.output.empty()) fail("-o: empty output path");
   return options;
 }
@@ -144,6 +146,9 @@ CommandFn add_compile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--keep-temps", args->keep_temps,
                 "Keep the generated C sources in a temporary folder (debugging)");
+  cmd->add_flag("--arena-guard", args->arena_guard,
+                "Leave a 64-byte gap after every arena buffer, so 'ingot run --check-arena' also "
+                "sees a step overrun one of its own buffers into the next (testing)");
   return [args](Streams&) { return run_compile(*args); };
 }
 

@@ -1,7 +1,8 @@
 // ingot run MODULE --input=... [--output=@y.npy] [--expected-output=@ref.npy]: one
 // invocation, its outputs printed, written and compared. Files are .npy, or ONNX
 // TensorProto when the name ends in .pb. Integer and bool outputs must match exactly;
-// the tolerances apply to f32 outputs only.
+// the tolerances apply to f32 outputs only. --check-arena checks every step's writes
+// (tools/arena_check.h).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -28,6 +29,7 @@ struct RunArgs {
   bool print = true;
   uint32_t threads = 0;  // 0: one per plan worker
   int device = -1;
+  bool check_arena = false;
 };
 
 // "@y.npy" or "y.npy" -> "y.npy".
@@ -43,7 +45,7 @@ int run_run(const RunArgs& args, Streams& streams) {
   for (const std::string& value : args.expected) reject_flag_like("--expected-output", value);
   std::vector<std::string> paths;
   for (const std::string& value : args.outputs) paths.push_back(output_path(value));
-  Session session(args.module, args.threads, args.device);
+  Session session(args.module, args.threads, args.device, args.check_arena);
   const std::vector<TensorInfo>& outputs = session.outputs();
 
   // Everything the user gave is checked before the module runs.
@@ -141,6 +143,9 @@ CommandFn add_run_command(CLI::App& app) {
   cmd->add_option("--threads", args->threads,
                   "Threads to run a multi-worker plan on (default: one per worker; fewer give the same results)")
       ->check(CLI::Range(1u, INGOT_MAX_WORKERS));
+  cmd->add_flag("--check-arena", args->check_arena,
+                "Guard the arena, inputs and outputs and check after every step that it "
+                "wrote only inside its own bindings (slow; for testing)");
   return [args](Streams& streams) { return run_run(*args, streams); };
 }
 

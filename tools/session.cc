@@ -5,6 +5,8 @@
 #include <cstring>
 #include <new>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "compiler/ir/error.h"
@@ -77,8 +79,26 @@ std::vector<Tensor> load_tensors(std::string_view role, std::string_view flag,
   tensors.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     Tensor tensor;
+    // An inline tensor's type is checked before its values are read, so a huge shape
+    // that the module does not take costs no memory.
+    const std::string& arg = args[i];
+    const size_t eq = arg.find('=');
+    if (!arg.empty() && arg.front() != '@' && eq != std::string::npos) {
+      Tensor shape_only;
+      try {
+        std::string type = arg.substr(0, eq);
+        type.erase(0, type.find_first_not_of(" \t"));
+        type.erase(type.find_last_not_of(" \t") + 1);
+        const TypeSpec spec = parse_type(type);
+        shape_only.dtype = spec.dtype;
+        shape_only.dims = spec.dims;
+      } catch (const Error& e) {
+        fail("{}: {}", describe(role, i, signature[i]), e.what());
+      }
+      check_tensor(role, i, signature[i], shape_only);
+    }
     try {
-      tensor = parse_tensor_arg(args[i]);
+      tensor = parse_tensor_arg(arg);
     } catch (const Error& e) {
       fail("{}: {}", describe(role, i, signature[i]), e.what());
     }
@@ -123,11 +143,12 @@ struct DeviceExecutable {
 #endif
 };
 
-Session::Session(const std::string& path, uint32_t threads, int device) : module_(path) {
+Session::Session(const std::string& path, uint32_t threads, int device, bool check_arena) : module_(path) {
   inputs_ = module_inputs(module());
   outputs_ = module_outputs(module());
   if (module().header->arch == INGOT_ARCH_VULKAN) {
 #if defined(INGOT_HAVE_VULKAN)
+    if (check_arena) fail("'{}': --check-arena is for CPU modules; a Vulkan module's arena is on the device", path);
     device_ = std::make_unique<DeviceExecutable>();
     char error[512] = "";
     if (ingot_vulkan_executable_create(&module(), device, &device_->exe, error, sizeof error) != INGOT_OK)
@@ -137,11 +158,31 @@ Session::Session(const std::string& path, uint32_t threads, int device) : module
 #endif
   } else {
     if (device >= 0) fail("--device is for Vulkan modules; '{}' runs on the CPU", path);
-    arena_ = AlignedBuffer(ingot_module_arena_size(&module()));
-    check_context_status(ingot_context_initialize(&module(), arena_.data(), arena_.size(), &context_),
-                         path, arena_.size());
+    const size_t arena_size = ingot_module_arena_size(&module());
+    // An arena beyond the machine's memory is refused before any allocation is tried.
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page_size = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page_size > 0 && arena_size / static_cast<size_t>(page_size) > static_cast<size_t>(pages)) {
+      fail("'{}' asks for an arena of {} bytes, more than this machine's {} bytes of memory", path, arena_size,
+           static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size));
+    }
+    uint8_t* arena = nullptr;
+    try {
+      if (check_arena) {
+        guarded_arena_ = GuardedBuffer(arena_size);
+        arena = guarded_arena_.data();
+      } else {
+        arena_ = AlignedBuffer(arena_size);
+        arena = arena_.data();
+      }
+    } catch (const std::exception&) {
+      fail("'{}' asks for an arena of {} bytes, which cannot be allocated", path, arena_size);
+    }
+    check_context_status(ingot_context_initialize(&module(), arena, arena_size, &context_), path, arena_size);
+    // The arena check watches every step from one thread: every worker's list runs on
+    // the caller's thread then (the same bits).
     const uint32_t workers = module().plan->worker_count;
-    if (workers > 1 && threads != 1) {
+    if (workers > 1 && threads != 1 && !check_arena) {
       const ingot_status_t status = ingot_hosted_context_create(&module(), threads, &threaded_);
       if (status != INGOT_OK) {
         fail("cannot start {} threads for '{}': {}", threads == 0 ? workers : threads, path,
@@ -149,13 +190,28 @@ Session::Session(const std::string& path, uint32_t threads, int device) : module
       }
     }
   }
-  for (const TensorInfo& info : inputs_) input_buffers_.emplace_back(info.byte_size);
-  for (const TensorInfo& info : outputs_) output_buffers_.emplace_back(info.byte_size);
   // Never hand the runtime a null array, even for a module without inputs.
   input_pointers_.assign(std::max<size_t>(inputs_.size(), 1), nullptr);
   output_pointers_.assign(std::max<size_t>(outputs_.size(), 1), nullptr);
-  for (size_t i = 0; i < inputs_.size(); ++i) input_pointers_[i] = input_buffers_[i].data();
-  for (size_t i = 0; i < outputs_.size(); ++i) output_pointers_[i] = output_buffers_[i].data();
+  if (check_arena) {
+    for (const TensorInfo& info : inputs_) guarded_inputs_.emplace_back(info.byte_size);
+    for (const TensorInfo& info : outputs_) guarded_outputs_.emplace_back(info.byte_size);
+    std::vector<const GuardedBuffer*> in, out;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      input_pointers_[i] = guarded_inputs_[i].data();
+      in.push_back(&guarded_inputs_[i]);
+    }
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      output_pointers_[i] = guarded_outputs_[i].data();
+      out.push_back(&guarded_outputs_[i]);
+    }
+    checker_ = std::make_unique<ArenaChecker>(module(), &guarded_arena_, std::move(in), std::move(out));
+  } else {
+    for (const TensorInfo& info : inputs_) input_buffers_.emplace_back(info.byte_size);
+    for (const TensorInfo& info : outputs_) output_buffers_.emplace_back(info.byte_size);
+    for (size_t i = 0; i < inputs_.size(); ++i) input_pointers_[i] = input_buffers_[i].data();
+    for (size_t i = 0; i < outputs_.size(); ++i) output_pointers_[i] = output_buffers_[i].data();
+  }
 }
 
 void Session::set_inputs(const std::vector<Tensor>& tensors) {
@@ -168,7 +224,7 @@ void Session::set_inputs(const std::vector<Tensor>& tensors) {
       fail("input {} ('{}'): the module expects {} bytes for {}, the tensor has {}", i,
            inputs_[i].name, inputs_[i].byte_size, inputs_[i].type(), tensors[i].bytes.size());
     }
-    std::memcpy(input_buffers_[i].data(), tensors[i].bytes.data(), tensors[i].bytes.size());
+    std::memcpy(const_cast<void*>(input_pointers_[i]), tensors[i].bytes.data(), tensors[i].bytes.size());
   }
 }
 
@@ -247,17 +303,31 @@ void Session::invoke() {
     return;
   }
 #endif
-  ingot_status_t status = threaded_ ? ingot_hosted_invoke(threaded_, input_pointers_.data(), output_pointers_.data())
-                                    : ingot_invoke(&context_, input_pointers_.data(), output_pointers_.data());
-  check_invoke_status(status, path());
+  invoke_observed(nullptr, nullptr);
 }
 
 void Session::invoke_observed(ingot_step_observer_t observer, void* data) {
   if (device_) fail("'{}': per-step timing is for CPU modules; a Vulkan module runs as one command buffer", path());
-  ingot_status_t status =
-      threaded_ ? ingot_hosted_invoke_observed(threaded_, input_pointers_.data(), output_pointers_.data(), observer, data)
-                : ingot_invoke_observed(&context_, input_pointers_.data(), output_pointers_.data(), observer, data);
+  ingot_status_t status;
+  if (checker_) {
+    checker_->set_next(observer, data);
+    checker_->begin();
+    status = ingot_invoke_observed(&context_, input_pointers_.data(), output_pointers_.data(),
+                                   &ArenaChecker::observe, checker_.get());
+  } else if (threaded_) {
+    status = observer ? ingot_hosted_invoke_observed(threaded_, input_pointers_.data(), output_pointers_.data(),
+                                                     observer, data)
+                      : ingot_hosted_invoke(threaded_, input_pointers_.data(), output_pointers_.data());
+  } else if (observer) {
+    status = ingot_invoke_observed(&context_, input_pointers_.data(), output_pointers_.data(), observer, data);
+  } else {
+    status = ingot_invoke(&context_, input_pointers_.data(), output_pointers_.data());
+  }
   check_invoke_status(status, path());
+  if (checker_) {
+    const std::string violation = checker_->end();
+    if (!violation.empty()) fail("{}", violation);
+  }
 }
 
 Tensor Session::output(size_t index) const {
@@ -270,7 +340,7 @@ Tensor Session::output(size_t index) const {
     fail("output {} ('{}'): the module records {} bytes for {}, which needs {}", index,
          info.name, info.byte_size, info.type(), expected);
   }
-  const uint8_t* data = output_buffers_[index].data();
+  const uint8_t* data = static_cast<const uint8_t*>(output_pointers_[index]);
   tensor.bytes.assign(data, data + info.byte_size);
   return tensor;
 }

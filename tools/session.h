@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tools/arena_check.h"
 #include "tools/module_view.h"
 #include "tools/tensor_io.h"
 
@@ -77,8 +78,10 @@ class Session {
   // Loads |path| with the hosted runtime and binds a fresh arena. A plan for several
   // workers runs on |threads| threads (0: one per worker; 1: the caller's thread only).
   // A Vulkan module is loaded onto device |device| instead (-1: the best one), its
-  // command buffer recorded. Throws ingot::Error.
-  explicit Session(const std::string& path, uint32_t threads = 0, int device = -1);
+  // command buffer recorded. With |check_arena|, the arena, inputs and outputs are
+  // guarded buffers and every invoke checks each step's writes (tools/arena_check.h);
+  // every worker's list then runs on the caller's thread. Throws ingot::Error.
+  explicit Session(const std::string& path, uint32_t threads = 0, int device = -1, bool check_arena = false);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -98,8 +101,10 @@ class Session {
 
   // Copies |tensors| (checked against the signature) into the input buffers.
   void set_inputs(const std::vector<Tensor>& tensors);
-  // Runs the plan once with the current inputs. Throws ingot::Error on a failed status.
+  // Runs the plan once with the current inputs. Throws ingot::Error on a failed status
+  // or, in arena check mode, on the first write outside a step's bindings.
   void invoke();
+  bool checking_arena() const { return checker_ != nullptr; }
   // invoke, calling |observer| around every step (per-step profiling).
   void invoke_observed(ingot_step_observer_t observer, void* data);
   // Output |index| of the last invoke, copied out.
@@ -117,6 +122,11 @@ class Session {
   std::vector<const void*> input_pointers_;
   std::vector<void*> output_pointers_;
   std::unique_ptr<DeviceExecutable> device_;
+  // Arena check mode: the guarded buffers the pointers above point into.
+  GuardedBuffer guarded_arena_;
+  std::vector<GuardedBuffer> guarded_inputs_;
+  std::vector<GuardedBuffer> guarded_outputs_;
+  std::unique_ptr<ArenaChecker> checker_;
 };
 
 // The Vulkan devices present, as `ingot devices` lists them (empty when none; throws

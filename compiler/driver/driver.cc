@@ -23,6 +23,7 @@
 #include "compiler/emit/output_files.h"
 #include "compiler/import/onnx/import_onnx.h"
 #include "compiler/ir/error.h"
+#include "compiler/memory/interval_planner.h"
 #include "compiler/passes/passes.h"
 #include "compiler/schedule/plan.h"
 #include "compiler/ops/gemm_lowering.h"
@@ -157,6 +158,7 @@ void compile(const CompileOptions& options) {
   // Steps in order, their kernels (which say how many workgroups each can split
   // into), the partition over workers, then storage and the sync points it needs.
   auto t1 = Clock::now();
+  const memory::ScopedArenaGuard arena_guard(options.arena_guard);
   schedule::Plan plan = schedule::order_steps(*graph);
   auto t2 = Clock::now();
   codegen::CSource source = codegen::generate_c(plan, target);

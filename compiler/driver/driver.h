@@ -30,6 +30,7 @@ struct CompileOptions {
   std::string cc;                       // C compiler for kernels; empty: the target's
   bool keep_temps = false;              // leave the generated C in a temp dir (debugging)
   uint32_t workers = 1;                 // step lists (streams); the plan may use fewer
+  uint64_t arena_guard = 0;             // bytes of canary gap after every arena buffer
 };
 
 // Compiles |options.input_path| into |options.output_path|. Diagnostics (dumps, pass

@@ -304,13 +304,15 @@ std::vector<uint8_t> serialize_module(const ModuleContents& contents) {
 
 void write_module_file(const ModuleContents& contents, const std::string& path) {
   const std::vector<uint8_t> bytes = serialize_module(contents);
-  // The weights go first, so a module on disk never names a missing weights file.
+  // The weights go first, so a module on disk never names a missing weights file; both
+  // are written before either is renamed, and a failure leaves neither.
+  std::vector<OutputFile> files;
   if (!contents.external_weights_path.empty()) {
     const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-    const std::string weights_path = (folder / contents.external_weights_path).string();
-    write_file_atomically(weights_path, contents.constants);
+    files.push_back({(folder / contents.external_weights_path).string(), contents.constants});
   }
-  write_file_atomically(path, bytes);
+  files.push_back({path, bytes});
+  write_files_atomically(files);
 }
 
 }  // namespace ingot::emit

@@ -1,6 +1,7 @@
 #include "compiler/emit/output_files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -59,10 +60,21 @@ void write_files_atomically(const std::vector<OutputFile>& files) {
     remove_temps(0);
     throw;
   }
+  // A destination that rename cannot replace (a folder) fails before any file moves,
+  // so an artifact never lands in part.
+  for (size_t i = 0; i < files.size(); ++i) {
+    struct stat st;
+    if (::lstat(files[i].path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      remove_temps(0);
+      fail("cannot write '{}': {}", files[i].path, std::strerror(EISDIR));
+    }
+  }
   for (size_t i = 0; i < files.size(); ++i) {
     if (std::rename(temps[i].c_str(), files[i].path.c_str()) != 0) {
       const int error = errno;
       remove_temps(i);
+      // The files already moved belong to the failed artifact: take them away again.
+      for (size_t j = 0; j < i; ++j) ::unlink(files[j].path.c_str());
       fail("cannot write '{}': {}", files[i].path, std::strerror(error));
     }
   }

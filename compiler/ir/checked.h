@@ -18,6 +18,11 @@ namespace ingot {
 // compile time. 4 GiB also keeps every element offset and byte size well inside int64.
 inline constexpr int64_t kMaxTensorBytes = int64_t{4} << 30;
 inline constexpr size_t kMaxTensorRank = 8;
+// The most bytes a node evaluated at compile time (constant folding) may produce beyond
+// what it reads: a node whose outputs exceed both this and its inputs' bytes (Tile,
+// Expand, ConstantOfShape of a few bytes of model) is computed at run time instead, so
+// a tiny model cannot make the compiler build gigabytes of constants.
+inline constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
 
 // a + b and a * b; fail naming the node and `what` when the result overflows int64.
 int64_t checked_add(int64_t a, int64_t b, const Node& node, std::string_view what);

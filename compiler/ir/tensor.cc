@@ -86,14 +86,16 @@ std::vector<int64_t> Tensor::to_ints() const {
 Tensor Tensor::from_f32(Shape s, std::vector<float> v) {
   Tensor t(DType::F32, std::move(s));
   if (static_cast<int64_t>(v.size()) != t.numel()) fail("from_f32: {} values for shape {}", v.size(), shape_str(t.shape));
-  std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  // An empty vector's data() may be null, and memcpy's pointers may not be, even for 0.
+  if (!t.bytes.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
   return t;
 }
 
 Tensor Tensor::from_i64(Shape s, std::vector<int64_t> v) {
   Tensor t(DType::I64, std::move(s));
   if (static_cast<int64_t>(v.size()) != t.numel()) fail("from_i64: {} values for shape {}", v.size(), shape_str(t.shape));
-  std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  // An empty vector's data() may be null, and memcpy's pointers may not be, even for 0.
+  if (!t.bytes.empty()) std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
   return t;
 }
 

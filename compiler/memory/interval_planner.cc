@@ -32,6 +32,8 @@
 namespace ingot::memory {
 namespace {
 
+thread_local uint64_t guard_bytes = 0;
+
 uint64_t align_up(uint64_t size, uint64_t alignment) {
   uint64_t rem = size % alignment;
   if (rem == 0) return size;
@@ -95,7 +97,10 @@ ArenaPlan plan_arena(const std::vector<Interval>& intervals, uint64_t alignment)
       fail("interval planner: interval {} has first_use {} after last_use {}", i,
            iv.first_use, iv.last_use);
     }
-    aligned[i] = align_up(iv.size, alignment);
+    if (iv.size > std::numeric_limits<uint64_t>::max() - guard_bytes) {
+      fail("interval planner: size {} overflows with a guard of {} bytes", iv.size, guard_bytes);
+    }
+    aligned[i] = align_up(iv.size + guard_bytes, alignment);
     if (plan.no_reuse_bytes > std::numeric_limits<uint64_t>::max() - aligned[i]) {
       fail("interval planner: total size of {} intervals overflows 64 bits", n);
     }
@@ -140,5 +145,9 @@ ArenaPlan plan_arena(const std::vector<Interval>& intervals, uint64_t alignment)
   }
   return plan;
 }
+
+ScopedArenaGuard::ScopedArenaGuard(uint64_t bytes) : previous_(guard_bytes) { guard_bytes = bytes; }
+
+ScopedArenaGuard::~ScopedArenaGuard() { guard_bytes = previous_; }
 
 }  // namespace ingot::memory

@@ -36,4 +36,19 @@ struct ArenaPlan {
 // overflows 64 bits.
 ArenaPlan plan_arena(const std::vector<Interval>& intervals, uint64_t alignment = 64);
 
+// While one is alive, plan_arena on this thread places every interval as if it were
+// |bytes| longer, so each buffer is followed by at least that many bytes no other
+// buffer live at the same time uses: a canary gap for `ingot run --check-arena`
+// (`ingot compile --arena-guard`). Scopes nest; 0 turns the gap off.
+class ScopedArenaGuard {
+ public:
+  explicit ScopedArenaGuard(uint64_t bytes);
+  ~ScopedArenaGuard();
+  ScopedArenaGuard(const ScopedArenaGuard&) = delete;
+  ScopedArenaGuard& operator=(const ScopedArenaGuard&) = delete;
+
+ private:
+  uint64_t previous_;
+};
+
 }  // namespace ingot::memory

@@ -243,5 +243,35 @@ TEST(IntervalPlanner, SequentialLifetimesAllAtZero) {
   EXPECT_EQ(plan.arena_bytes, plan.lower_bound_bytes);
 }
 
+// Under a ScopedArenaGuard every buffer is followed by a gap no live buffer uses, and
+// the plan is the same as without once the scope ends.
+TEST(IntervalPlanner, GuardLeavesAGapAfterEveryBuffer) {
+  std::mt19937 rng(11);
+  std::vector<Interval> intervals;
+  for (int i = 0; i < 40; ++i) {
+    const int first = static_cast<int>(rng() % 20);
+    intervals.push_back({64 * (1 + rng() % 8), first, first + static_cast<int>(rng() % 5)});
+  }
+  const ArenaPlan plain = plan_arena(intervals);
+  ArenaPlan guarded;
+  {
+    ScopedArenaGuard guard(64);
+    guarded = plan_arena(intervals);
+  }
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    for (size_t j = 0; j < intervals.size(); ++j) {
+      const Interval& a = intervals[i];
+      const Interval& b = intervals[j];
+      if (i == j || a.first_use > b.last_use || b.first_use > a.last_use) continue;
+      // b does not start within 64 bytes after a ends (nor overlap it).
+      const uint64_t a_end = guarded.offsets[i] + a.size;
+      EXPECT_FALSE(guarded.offsets[j] < a_end + 64 && guarded.offsets[j] + b.size > guarded.offsets[i])
+          << i << " " << j;
+    }
+  }
+  EXPECT_GT(guarded.arena_bytes, plain.arena_bytes);
+  EXPECT_EQ(plan_arena(intervals).offsets, plain.offsets);
+}
+
 }  // namespace
 }  // namespace ingot::memory

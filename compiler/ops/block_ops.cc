@@ -90,7 +90,7 @@ Activation activation(const Node& node, const std::string& prefix) {
 }
 
 double apply(const Activation& a, double v) {
-  if (a.op == "Relu") return v > 0 ? v : 0.0;
+  if (a.op == "Relu") return v < 0 ? 0.0 : v;
   if (a.op == "Clip") return v < a.lo ? a.lo : (v > a.hi ? a.hi : v);
   return v;
 }
@@ -185,7 +185,7 @@ std::string act_args(const Activation& a) {
 }
 
 std::string act_expr(const Activation& a) {
-  if (a.op == "Relu") return "      v = v > 0.0f ? v : 0.0f;\n";
+  if (a.op == "Relu") return "      v = v < 0.0f ? 0.0f : v;\n";
   if (a.op == "Clip")
     return fmt::format("      v = v < {lo} ? {lo} : v;\n      v = v > {hi} ? {hi} : v;\n", fmt::arg("lo", c_float(a.lo)),
                        fmt::arg("hi", c_float(a.hi)));

@@ -1,6 +1,7 @@
 // Elementwise ops: unary activations and broadcasting binary arithmetic. Each entry
 // gives a scalar form (used by the shared reference implementation) and a C
 // expression (used by the shared lowering and by epilogue fusion).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -41,9 +42,10 @@ void infer_elementwise(Node& node) {
   const ElementwiseSpec& spec = spec_of(node);
   size_t arity = static_cast<size_t>(spec.arity);
   if (node.inputs.size() < arity || !node.input(0) || (arity == 2 && !node.input(1)))
-    fail("{}: expects {} inputs, got {}", node.describe(), arity, node.inputs.size());
+    fail("{}: takes {} input{}, got {} ({} present)", node.describe(), arity, arity == 1 ? "" : "s",
+         node.inputs.size(), std::count_if(node.inputs.begin(), node.inputs.end(), [](const Value* v) { return v; }));
   if (node.inputs.size() > arity && !has_bound_inputs(node))
-    fail("{}: expects {} inputs, got {}", node.describe(), arity, node.inputs.size());
+    fail("{}: takes {} input{}, got {}", node.describe(), arity, arity == 1 ? "" : "s", node.inputs.size());
   check_dtype(node, 0, spec.dtypes);
   Shape shape = node.inputs[0]->shape;
   if (arity == 2) {
@@ -262,8 +264,9 @@ void add_elementwise(std::map<std::string, OpDef>& table, const ElementwiseSpec&
 
 void register_elementwise_ops(std::map<std::string, OpDef>& t) {
   add(
-      t, "Relu", 1, [](const Attrs&, double a, double) { return a > 0 ? a : 0.0; },
-      [](const Attrs&, S a, S) { return fmt::format("({a} > 0 ? {a} : 0)", fmt::arg("a", a)); }, kNumeric,
+      // NaN stays NaN (a < 0 is false for it), as in ONNX Runtime and torch.
+      t, "Relu", 1, [](const Attrs&, double a, double) { return a < 0 ? 0.0 : a; },
+      [](const Attrs&, S a, S) { return fmt::format("({a} < 0 ? 0 : {a})", fmt::arg("a", a)); }, kNumeric,
       [](const Attrs&, int64_t a, int64_t) { return a > 0 ? a : int64_t{0}; });
   add(
       t, "LeakyRelu", 1, [](const Attrs& at, double a, double) { return a >= 0 ? a : a * attr_f(at, "alpha", 0.01f); },

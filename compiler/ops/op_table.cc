@@ -1,6 +1,8 @@
 #include "compiler/ops/op_table.h"
 
 #include <algorithm>
+#include "compiler/ir/checked.h"
+
 #include <cmath>
 #include <cstdio>
 
@@ -36,6 +38,20 @@ std::vector<std::string> supported_ops() {
   std::vector<std::string> names;
   for (auto& [k, v] : table()) names.push_back(k);
   return names;
+}
+
+bool fold_at_compile_time(const Node& node) {
+  const OpDef* def = find_op(node.op_type);
+  if (def && def->is_alias) return true;  // the bytes exist already
+  uint64_t out_bytes = 0, in_bytes = 0;
+  for (const Value* v : node.outputs) out_bytes += static_cast<uint64_t>(v->byte_size());
+  for (const Value* v : node.inputs)
+    if (v && v->constant) in_bytes += static_cast<uint64_t>(v->byte_size());
+  if (out_bytes <= static_cast<uint64_t>(kMaxFoldedBytes) || out_bytes <= in_bytes) return true;
+  if (def && def->lower) return false;
+  fail("{}: evaluating it at compile time would make {} bytes of constants from {} bytes, above the limit of {} "
+       "bytes",
+       node.describe(), out_bytes, in_bytes, kMaxFoldedBytes);
 }
 
 std::vector<Tensor> run_reference(const Node& node, const std::vector<const Tensor*>& inputs) {

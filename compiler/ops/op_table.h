@@ -101,6 +101,12 @@ std::vector<std::string> supported_ops();
 // adds one per output element.
 uint64_t node_flops(const Node& node);
 
+// Whether a node whose inputs are all known should be evaluated at compile time: its
+// outputs fit within kMaxFoldedBytes or its inputs' bytes (ir/checked.h). A bigger
+// node with a lowering runs at run time instead; one without (it must fold) fails
+// naming the node and the size.
+bool fold_at_compile_time(const Node& node);
+
 // Runs the op's reference implementation on constant inputs.
 std::vector<Tensor> run_reference(const Node& node, const std::vector<const Tensor*>& inputs);
 

@@ -58,7 +58,8 @@ void infer_flatten(Node& node) {
   int64_t rank = in.size();
   int64_t axis = node.attr_int("axis", 1);
   if (axis < 0) axis += rank;
-  if (axis < 0 || axis > rank) fail("{}: axis out of range", node.describe());
+  if (axis < 0 || axis > rank)
+    fail("{}: axis {} is out of range for rank {} (0 to {})", node.describe(), node.attr_int("axis", 1), rank, rank);
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= in[i];
   set_output(node, 0, node.inputs[0]->dtype, {outer, inner});
@@ -90,6 +91,8 @@ void infer_unsqueeze(Node& node) {
   int64_t rank = in.size() + axes.size();
   for (auto& a : axes) a = normalize_axis(a, rank, node);
   std::sort(axes.begin(), axes.end());
+  for (size_t i = 1; i < axes.size(); ++i)
+    if (axes[i] == axes[i - 1]) fail("{}: axes list axis {} twice", node.describe(), axes[i]);
   Shape out;
   size_t src = 0;
   for (int64_t i = 0; i < rank; ++i) {

@@ -83,6 +83,16 @@ expect 0 "fold_batchnorm" -- "$INGOT" compile "$W/batchnorm.onnx" -o "$W/bn.ingo
 expect 0 "match" -- "$INGOT" run "$W/bn.ingot" --input=@"$W/batchnorm.in.npy" --expected-output=@"$W/batchnorm.out.npy"
 expect 0 "epilogue \[Relu, Mul" -- "$INGOT" compile "$W/batchnorm.onnx" -o "$W/bn.ingot" --dump-after=fuse_epilogues
 
+# NaN propagates through Relu (alone and fused into a Conv) and MaxPool.
+expect 0 "" -- "$INGOT" compile "$W/nan_propagation.onnx" -o "$W/nan.ingot"
+expect 0 "match" -- "$INGOT" run "$W/nan.ingot" --input=@"$W/nan_propagation.in.npy" --expected-output=@"$W/nan_propagation.p.npy" \
+  --expected-output=@"$W/nan_propagation.cr.npy" --expected-output=@"$W/nan_propagation.q.npy" --atol=0 --rtol=0
+# --arena-guard leaves a gap after every arena buffer; the module computes the same.
+expect 0 "" -- "$INGOT" compile "$W/batchnorm.onnx" -o "$W/bn_guard.ingot" --arena-guard
+expect 0 "match" -- "$INGOT" run "$W/bn_guard.ingot" --input=@"$W/batchnorm.in.npy" --expected-output=@"$W/batchnorm.out.npy" --check-arena
+"$INGOT" run "$W/nan.ingot" --input=@"$W/nan_propagation.in.npy" | grep -q nan ||
+  { echo "FAIL: no NaN in the outputs of nan_propagation" >&2; failures=$((failures + 1)); }
+
 # Hostile attributes and index shapes: each refused by its op's shape rule, naming
 # the node, the attribute or input and the rule; nothing is written.
 hostile() { expect 2 "$2" -- "$INGOT" compile "$W/$1.onnx" -o "$W/hostile.ingot"; }

@@ -90,6 +90,32 @@ def main(out):
     np.save(f"{out}/batchnorm.in.npy", xb)
     np.save(f"{out}/batchnorm.out.npy", y.numpy())
 
+    # NaN goes through Relu (alone and fused into a Conv) and MaxPool as NaN.
+    xn = np.linspace(-2, 2, 16, dtype=np.float32).reshape(1, 1, 4, 4)
+    xn[0, 0, 0, 0] = np.nan
+    xn[0, 0, 3, 2] = np.nan
+    wn = np.linspace(0.5, 2, 8, dtype=np.float32).reshape(8, 1, 1, 1)
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+         helper.make_node("Relu", ["c"], ["cr"], name="conv_relu"),
+         helper.make_node("MaxPool", ["x"], ["q"], name="pool_raw", kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+        "nan",
+        [helper.make_tensor_value_info("x", f32, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("p", f32, [1, 1, 2, 2]), helper.make_tensor_value_info("cr", f32, [1, 8, 4, 4]),
+         helper.make_tensor_value_info("q", f32, [1, 1, 4, 4])],
+        [numpy_helper.from_array(wn, "w")])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{out}/nan_propagation.onnx")
+    relu = np.where(xn < 0, np.float32(0), xn)
+    np.save(f"{out}/nan_propagation.in.npy", xn)
+    np.save(f"{out}/nan_propagation.p.npy", relu.reshape(1, 1, 2, 2, 2, 2).max(axis=(3, 5)))
+    c = wn.reshape(1, 8, 1, 1) * xn
+    np.save(f"{out}/nan_propagation.cr.npy", np.where(c < 0, np.float32(0), c).astype(np.float32))
+    padded = np.pad(xn[0, 0], 1, constant_values=-np.inf)
+    q = np.array([[padded[i:i + 3, j:j + 3].max() for j in range(4)] for i in range(4)], dtype=np.float32)
+    np.save(f"{out}/nan_propagation.q.npy", q.reshape(1, 1, 4, 4))
+
     hostile_models(out)
 
     # Not a model at all.

@@ -1,5 +1,11 @@
 #include "compiler/import/onnx/import_onnx.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <climits>
 #include <filesystem>
 #include <fstream>
@@ -200,6 +206,73 @@ bool convertible(const onnx::ModelProto& model) {
   return true;
 }
 
+// libonnx's version converter, run in a child process: its adapters trust shape
+// information a model need not carry and dereference it unchecked (Gemm_6_7 crashes
+// on a model that passes every structural check in convertible()), so a crash, a hang
+// (60 s) or an exception there must not take the compiler with it. Returns the
+// converted model, or nothing when the converter failed in any way.
+std::optional<onnx::ModelProto> convert_in_child(const onnx::ModelProto& model, int to_opset) {
+  int fds[2];
+  if (::pipe(fds) != 0) return std::nullopt;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    // A crash here ends the child and nothing else: the handlers the parent installed
+    // (a sanitizer's, a fuzzer's) would report it as the parent's own.
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM}) ::signal(sig, SIG_DFL);
+    ::alarm(60);
+    // What the converter prints when it fails (a crash report included) is not ingot's
+    // message: the parent says what went wrong in one line.
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    if (null_fd >= 0) {
+      ::dup2(null_fd, STDOUT_FILENO);
+      ::dup2(null_fd, STDERR_FILENO);
+      ::close(null_fd);
+    }
+    std::string bytes;
+    try {
+      onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(model, to_opset);
+      if (!converted.SerializeToString(&bytes)) ::_exit(3);
+    } catch (...) {
+      ::_exit(3);
+    }
+    for (size_t at = 0; at < bytes.size();) {
+      const ssize_t n = ::write(fds[1], bytes.data() + at, bytes.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) ::_exit(4);
+      at += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string bytes;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  onnx::ModelProto converted;
+  if (bytes.size() > static_cast<size_t>(INT_MAX) ||
+      !converted.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return std::nullopt;
+  return converted;
+}
+
+// The newest default-domain opset a model may declare.
+constexpr int64_t kMaxOpset = 21;
+
 int default_opset(const onnx::ModelProto& model) {
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
@@ -217,16 +290,23 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
   if (!model.has_graph()) fail("'{}' has no graph", path);
 
   int opset = default_opset(model);
+  {
+    // The version the model declares decides which forms its ops take; an opset no
+    // ONNX release defined would be read silently under some other version's rules.
+    int64_t declared = 1;
+    for (const auto& o : model.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") declared = o.version();
+    if (declared < 1 || declared > kMaxOpset)
+      fail("'{}' declares opset {} of the default domain; ingot reads opsets 1 to {}", path, declared, kMaxOpset);
+  }
   if (opset < options.min_opset && opset >= 1 && convertible(model)) {
     // libonnx knows opsets <= 17; older models come up to the table's opset. When the
     // converter cannot handle a model, import as is: the op table reads old forms too.
-    // A model the converter would crash on (see convertible) is imported as is; the
-    // checks below refuse it with a message.
-    try {
-      onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(model, options.convert_to_opset);
-      model = std::move(converted);
+    // A model the converter would crash on (see convertible and convert_in_child) is
+    // imported as is; the checks below refuse it with a message.
+    if (std::optional<onnx::ModelProto> converted = convert_in_child(model, options.convert_to_opset)) {
+      model = std::move(*converted);
       opset = default_opset(model);
-    } catch (const std::exception&) {
     }
   }
 
@@ -235,14 +315,23 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
   graph->opset = opset;
   graph->name = g.name().empty() ? "main" : g.name();
   std::map<std::string, Value*> values;
+  // What defined each name so far, for messages about a name defined twice.
+  std::map<std::string, std::string> defined_by;
 
   for (const auto& init : g.initializer()) {
+    if (init.name().empty()) fail("an initializer has no name");
+    if (!defined_by.emplace(init.name(), "an initializer").second)
+      fail("initializer '{}' is defined twice", init.name());
     Value* v = graph->add_constant(init.name(), tensor_from_proto(init, dir));
     values[init.name()] = v;
   }
   std::set<std::string> used_overrides;
+  std::set<std::string> input_names;
   for (const auto& in : g.input()) {
+    if (in.name().empty()) fail("a graph input has no name");
+    if (!input_names.insert(in.name()).second) fail("graph input '{}' is declared twice", in.name());
     if (values.count(in.name())) continue;  // an initializer listed as an input
+    defined_by[in.name()] = "a graph input";
     std::string what = fmt::format("input '{}'", in.name());
     if (!in.type().has_tensor_type()) fail("{}: only tensor inputs are supported", what);
     const auto& tt = in.type().tensor_type();
@@ -294,6 +383,13 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
     if (!def) fail("unsupported op '{}' (node '{}', opset {})", np.op_type(), name, opset);
     for (const auto& a : np.attribute()) node->attrs[a.name()] = attr_from_proto(a, *node, dir);
     for (int o = 0; o < np.output_size(); ++o) {
+      if (np.output(o).empty()) continue;
+      auto [it, fresh] = defined_by.emplace(np.output(o), fmt::format("node '{}' ({})", name, np.op_type()));
+      if (!fresh)
+        fail("node '{}' ({}) writes '{}', which {} already defines; every value has one producer", name,
+             np.op_type(), np.output(o), it->second);
+    }
+    for (int o = 0; o < np.output_size(); ++o) {
       Value* out = node->outputs[o];
       out->name = np.output(o).empty() ? fmt::format("{}:{}", name, o) : np.output(o);
       if (!np.output(o).empty()) values[np.output(o)] = out;
@@ -303,7 +399,7 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
     // shape, Slice's starts) need those values. fold_constants then removes them.
     bool known = def->reference != nullptr;
     for (Value* in : node->inputs) known &= in == nullptr || in->is_constant() || def->folds_from_shape;
-    if (known) {
+    if (known && ops::fold_at_compile_time(*node)) {
       std::vector<const Tensor*> in_tensors;
       for (Value* in : node->inputs) in_tensors.push_back(in && in->constant ? in->constant.get() : nullptr);
       std::vector<Tensor> results = ops::run_reference(*node, in_tensors);
