@@ -164,6 +164,14 @@ void compile(const CompileOptions& options) {
   codegen::CSource source = codegen::generate_c(plan, target);
   auto t3 = Clock::now();
   schedule::partition_workers(plan, source.step_workgroups, options.workers, cost_model(target));
+  if (options.workers > 1 && plan.worker_count == 1) {
+    // Several workers would not pay: compile exactly as for one, so that nothing chosen
+    // for several (more bands in blocks) costs the single list anything.
+    CompileOptions one = options;
+    one.workers = 1;
+    compile(one);
+    return;
+  }
   schedule::place_storage(plan, *graph);
   schedule::place_plan_syncs(plan);
   if (options.time_passes) {

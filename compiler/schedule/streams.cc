@@ -364,7 +364,7 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
   const double makespan = *std::max_element(avail.begin(), avail.end());
   plan.worker_count = workers;
   // Several workers must pay for their syncs and wake-ups: otherwise one list.
-  if (workers > 1 && makespan > 0.9 * sequential) {
+  if (workers > 1 && makespan > 0.8 * sequential) {
     double t = 0;
     for (size_t s = 0; s < S; ++s) {
       const double c = step_cost_us(plan, s, cost);

@@ -80,8 +80,8 @@ struct CostModel {
   double gflops = 60;         // sustained FLOP rate of one core on GEMM-like kernels
   double gbytes_per_s = 20;   // bytes moved per second by one core
   double step_us = 0.2;       // fixed cost of a step
-  double sync_us = 1.0;       // a wait that crosses workers
-  double split_min_us = 20;   // a dispatch below this stays whole
+  double sync_us = 2.0;       // a wait that crosses workers (cache lines moved, skew)
+  double split_min_us = 40;   // a dispatch below this stays whole
 };
 
 // Estimated run time of step |s| (whole), in microseconds.
