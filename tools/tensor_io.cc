@@ -41,10 +41,16 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// Quotes user text for an error message, cut short when long.
+// Quotes user text for an error message, cut short when long; bytes outside printable
+// ASCII are written as \xNN, so a file's bytes never reach the terminal as they are.
 std::string quoted(std::string_view text) {
-  if (text.size() > 48) return fmt::format("'{}...'", text.substr(0, 45));
-  return fmt::format("'{}'", text);
+  const bool cut = text.size() > 48;
+  std::string out = "'";
+  for (unsigned char c : cut ? text.substr(0, 45) : text) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') out += static_cast<char>(c);
+    else out += fmt::format("\\x{:02x}", c);
+  }
+  return out + (cut ? "...'" : "'");
 }
 
 template <typename T>
@@ -162,7 +168,7 @@ class NpyHeaderParser {
         header.shape = parse_shape();
         have_shape = true;
       } else {
-        error(fmt::format("unexpected key '{}'", key));
+        error(fmt::format("unexpected key {}", quoted(key)));
       }
       skip_space();
       if (peek() == ',') {
@@ -253,7 +259,7 @@ class NpyHeaderParser {
 
 // Maps a NumPy descr to a dtype, or explains why it cannot.
 ingot_dtype_t dtype_from_descr(const std::string& descr, std::string_view source) {
-  if (descr.size() < 3) fail("{}: unsupported .npy dtype '{}'", source, descr);
+  if (descr.size() < 3) fail("{}: unsupported .npy dtype {}", source, quoted(descr));
   const char order = descr[0];
   const std::string code = descr.substr(1);
   struct Entry {
@@ -269,8 +275,8 @@ ingot_dtype_t dtype_from_descr(const std::string& descr, std::string_view source
     const bool one_byte = dtype_size(entry.dtype) == 1;
     if (order == '<' || (one_byte && (order == '|' || order == '='))) return entry.dtype;
     if (order == '>') {
-      fail("{}: big-endian .npy data ('{}') is not supported; save it little-endian "
-           "(e.g. array.astype('<{}'))", source, descr, code);
+      fail("{}: big-endian .npy data ({}) is not supported; save it little-endian "
+           "(e.g. array.astype('<{}'))", source, quoted(descr), code);
     }
     break;
   }
@@ -280,11 +286,11 @@ ingot_dtype_t dtype_from_descr(const std::string& descr, std::string_view source
   };
   for (const auto& [c, name] : kNumpyNames) {
     if (code == c) {
-      fail("{}: .npy dtype {} ('{}') is not supported (supported: {})", source, name, descr,
+      fail("{}: .npy dtype {} ({}) is not supported (supported: {})", source, name, quoted(descr),
            kSupportedDtypes);
     }
   }
-  fail("{}: .npy dtype '{}' is not supported (supported: {})", source, descr, kSupportedDtypes);
+  fail("{}: .npy dtype {} is not supported (supported: {})", source, quoted(descr), kSupportedDtypes);
 }
 
 std::string npy_descr(ingot_dtype_t dtype) {
@@ -387,9 +393,9 @@ std::vector<int64_t> parse_dims(std::string_view text) {
     }
     int64_t dim = 0;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), dim);
-    if (ec == std::errc::result_out_of_range) fail("shape {}: dimension '{}' is too large", quoted(text), part);
+    if (ec == std::errc::result_out_of_range) fail("shape {}: dimension {} is too large", quoted(text), quoted(part));
     if (ec != std::errc() || ptr != part.data() + part.size() || dim < 0 || part.front() == '-') {
-      fail("shape {}: dimension '{}' is not a non-negative integer", quoted(text), part);
+      fail("shape {}: dimension {} is not a non-negative integer", quoted(text), quoted(part));
     }
     dims.push_back(dim);
     if (dims.size() > INGOT_MAX_RANK) {

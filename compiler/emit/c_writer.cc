@@ -635,8 +635,10 @@ static void* main_alloc(size_t size) {
   return aligned_alloc(64, rounded == 0 ? 64 : rounded);
 }
 
-/* The whole file in 64-byte aligned memory; NULL (message printed) on failure. */
-static unsigned char* main_read_file(const char* path, size_t* out_size) {
+/* The whole file in 64-byte aligned memory; NULL (message printed) on failure,
+ * including a file longer than |limit| bytes (what the model can use, so a huge or
+ * endless file such as /dev/zero is refused instead of read into memory). */
+static unsigned char* main_read_file(const char* path, size_t limit, size_t* out_size) {
   FILE* f = fopen(path, "rb");
   if (f == NULL) {
     main_error("cannot open '%s': %s", path, strerror(errno));
@@ -645,8 +647,16 @@ static unsigned char* main_read_file(const char* path, size_t* out_size) {
   unsigned char* data = NULL;
   size_t size = 0, capacity = 0;
   for (;;) {
+    if (size > limit) {
+      free(data);
+      fclose(f);
+      main_error("'%s': longer than the %zu bytes this model can read from it", path, limit);
+      return NULL;
+    }
     if (size == capacity) {
       size_t grown = capacity == 0 ? 65536 : capacity * 2;
+      /* One byte past the limit is enough to tell that the file is too long. */
+      if (grown > limit + 1) grown = limit + 1;
       unsigned char* bigger = (unsigned char*)main_alloc(grown);
       if (bigger == NULL) {
         free(data);
@@ -709,7 +719,8 @@ static void main_format_type(unsigned rank, const long long* dims, const char* d
 /* Reads |path| into |out| (t->bytes bytes): dtype and shape must be exactly |t|'s. */
 static int main_read_npy(const char* path, const main_tensor_t* t, unsigned index, void* out) {
   size_t size = 0;
-  unsigned char* data = main_read_file(path, &size);
+  /* The array's bytes after a header of at most 64 KiB (NumPy writes a few hundred). */
+  unsigned char* data = main_read_file(path, t->bytes + 65536u + 12u, &size);
   if (data == NULL) return 2;
   int status = 2;
   char* dict = NULL;
@@ -917,7 +928,7 @@ int main(int argc, char** argv) {
       snprintf(weights_default + dir, sizeof weights_default - dir, "%s", main_weights_file);
       weights_path = weights_default;
     }
-    weights = main_read_file(weights_path, &weights_size);
+    weights = main_read_file(weights_path, main_weights_size, &weights_size);
     if (weights == NULL) return 2;
   }
   @P@_context_t context;
@@ -960,6 +971,7 @@ std::string generate_exe_main(const CArtifactInput& in) {
       fmt::arg("wopt", external ? " [--weights=FILE]" : ""));
   std::string tables = tensor_table("main_inputs", m.inputs) + tensor_table("main_outputs", m.outputs);
   tables += fmt::format("static const int main_has_weights = {};\n", external ? 1 : 0);
+  tables += fmt::format("static const size_t main_weights_size = {}u;\n", external ? m.constants.size() : 0);
   tables += fmt::format("static const char main_weights_file[] = {};\n",
                         c_string_literal(external ? m.external_weights_path : std::string()));
   std::string body = kMainTemplate;

@@ -37,6 +37,13 @@ expect 0 "" -- "$INGOT" compile "$M.onnx" -o "$W/names_exe" --output-format=exe
 expect 0 "" -- "$W/names_exe" "$M.in.npy" "$W/names_exe.out.npy"
 "$PY" -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); sys.exit(0 if np.allclose(a, b, atol=1e-5) else 1)" \
   "$W/names_exe.out.npy" "$M.out.npy" || fail "the executable built from injected names computes something else"
+# The executable reads no more of a file than the model can use: an endless input or
+# weights file is refused, not read into memory.
+expect 2 "longer than the" -- timeout 20 "$W/names_exe" /dev/zero
+head -c 1048576 /dev/zero >"$W/long.npy"
+expect 2 "longer than the" -- "$W/names_exe" "$W/long.npy"
+expect 0 "" -- "$INGOT" compile "$M.onnx" -o "$W/names_exe_w" --output-format=exe --weights=external
+expect 2 "longer than the" -- timeout 20 "$W/names_exe_w" --weights=/dev/zero "$M.in.npy"
 expect 0 "" -- "$INGOT" compile "$M.onnx" -o "$W/names_dump.ingot" --dump-after=codegen
 for f in "$W/names.c" "$W/names.h"; do
   grep -q '^#include "/etc/hostname"' "$f" && fail "$f: a node name became an #include"
