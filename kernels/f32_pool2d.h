@@ -16,12 +16,12 @@ INGOT_INLINE void f32_maxpool2d_small_plane(float* INGOT_RESTRICT y, const float
                                             ingot_index_t DW, ingot_index_t Hp, ingot_index_t Wp) {
   float xp[INGOT_MAXPOOL_SMALL_PLANE];
   float m[INGOT_MAXPOOL_SMALL_PLANE];
-  for (ingot_index_t i = 0; i < Hp * Wp; ++i) xp[i] = -1.0f / 0.0f;
+  for (ingot_index_t i = 0; i < Hp * Wp; ++i) xp[i] = -INGOT_INFF;
   for (ingot_index_t h = 0; h < H; ++h)
     for (ingot_index_t w = 0; w < W; ++w) xp[(h + PH) * Wp + w + PW] = x[h * W + w];
   /* Window maxima for the top-left corners that start a real window. */
   const ingot_index_t n = ((OH - 1) * SH) * Wp + (OW - 1) * SW + 1;
-  for (ingot_index_t i = 0; i < n; ++i) m[i] = -1.0f / 0.0f;
+  for (ingot_index_t i = 0; i < n; ++i) m[i] = -INGOT_INFF;
   for (ingot_index_t kh = 0; kh < KH; ++kh)
     for (ingot_index_t kw = 0; kw < KW; ++kw) {
       const float* INGOT_RESTRICT src = xp + kh * DH * Wp + kw * DW;
@@ -45,7 +45,7 @@ INGOT_INLINE void f32_maxpool2d_columns(float* INGOT_RESTRICT yr, const float* I
   for (ingot_index_t ow = ow0; ow < ow1; ++ow) {
     /* NaN is tracked only for planes that hold one (|nan_aware|): tracking it in this
      * loop kept it from vectorizing well (stride 2 ran 2-10x slower). */
-    float m = -1.0f / 0.0f;
+    float m = -INGOT_INFF;
     int nan = 0;
     for (ingot_index_t kh = 0; kh < KH; ++kh) {
       const ingot_index_t ih = oh * SH - PH + kh * DH;
@@ -95,7 +95,7 @@ INGOT_INLINE void f32_maxpool2d_plane_portable(float* INGOT_RESTRICT y, const fl
   }
   if (flat_rows_lo < flat_rows_hi) {
     const ingot_index_t first = flat_rows_lo * OW + lo, last = (flat_rows_hi - 1) * OW + hi;
-    for (ingot_index_t i = first; i < last; ++i) y[i] = -1.0f / 0.0f;
+    for (ingot_index_t i = first; i < last; ++i) y[i] = -INGOT_INFF;
     for (ingot_index_t kh = 0; kh < KH; ++kh)
       for (ingot_index_t kw = 0; kw < KW; ++kw) {
         const float* INGOT_RESTRICT xs = x + (kh * DH - PH) * W + (kw * DW - PW);
@@ -109,7 +109,7 @@ INGOT_INLINE void f32_maxpool2d_plane_portable(float* INGOT_RESTRICT y, const fl
   for (ingot_index_t oh = 0; oh < OH; ++oh) {
     float* INGOT_RESTRICT yr = y + oh * OW;
     if (oh < flat_rows_lo || oh >= flat_rows_hi) {
-      for (ingot_index_t ow = lo; ow < hi; ++ow) yr[ow] = -1.0f / 0.0f;
+      for (ingot_index_t ow = lo; ow < hi; ++ow) yr[ow] = -INGOT_INFF;
       for (ingot_index_t kh = 0; kh < KH; ++kh) {
         const ingot_index_t ih = oh * SH - PH + kh * DH;
         if (ih < 0 || ih >= H) continue;

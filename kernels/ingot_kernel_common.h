@@ -17,6 +17,12 @@ typedef int32_t ingot_index_t;
 
 #define INGOT_INLINE static inline __attribute__((always_inline))
 
+/* Infinity and NaN as constants: `1.0f / 0.0f` is a division the compiler must keep
+ * (it raises the divide-by-zero flag), and inside a vectorized select it runs on
+ * every iteration. */
+#define INGOT_INFF (__builtin_inff())
+#define INGOT_NANF (__builtin_nanf(""))
+
 /* Activation a vector kernel applies to its results in registers (GEMM tiles,
  * depthwise stores): none, ReLU or Clip to [lo, hi] (NaN stays NaN in both). */
 enum { INGOT_TILE_ACT_NONE = 0, INGOT_TILE_ACT_RELU = 1, INGOT_TILE_ACT_CLIP = 2 };
@@ -65,14 +71,14 @@ INGOT_INLINE float ingot_sum_sq_dev(const float* INGOT_RESTRICT x, ingot_index_t
 /* Largest element (NaN-free inputs; -inf for n = 0). */
 INGOT_INLINE float ingot_max_strided(const float* INGOT_RESTRICT x, ingot_index_t n, ingot_index_t stride) {
   float part[16];
-  for (int l = 0; l < 16; ++l) part[l] = -1.0f / 0.0f;
+  for (int l = 0; l < 16; ++l) part[l] = -INGOT_INFF;
   const ingot_index_t full = n / 16 * 16;
   for (ingot_index_t i = 0; i < full; i += 16)
     for (int l = 0; l < 16; ++l) {
       const float v = x[(i + l) * stride];
       part[l] = v > part[l] ? v : part[l];
     }
-  float m = -1.0f / 0.0f;
+  float m = -INGOT_INFF;
   for (int l = 0; l < 16; ++l) m = part[l] > m ? part[l] : m;
   for (ingot_index_t i = full; i < n; ++i) m = x[i * stride] > m ? x[i * stride] : m;
   return m;
@@ -99,7 +105,7 @@ INGOT_INLINE float ingot_expf(float x) {
   s1.u = (uint32_t)(k1 + 127) << 23;
   s2.u = (uint32_t)(k2 + 127) << 23;
   float y = p * s1.f * s2.f;
-  y = x > hi_limit ? 1.0f / 0.0f : y;
+  y = x > hi_limit ? INGOT_INFF : y;
   y = x < lo_limit ? 0.0f : y;
   return x != x ? x : y;
 }
@@ -122,9 +128,9 @@ INGOT_INLINE float ingot_tanhf(float x) {
 
 /* ln(x): x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log(m) = 2 atanh((m-1)/(m+1)). */
 INGOT_INLINE float ingot_logf(float x) {
-  if (x != x || x < 0.0f) return 0.0f / 0.0f;
-  if (x == 0.0f) return -1.0f / 0.0f;
-  if (x == 1.0f / 0.0f) return x;
+  if (x != x || x < 0.0f) return INGOT_NANF;
+  if (x == 0.0f) return -INGOT_INFF;
+  if (x == INGOT_INFF) return x;
   union { float f; uint32_t u; } v = {x};
   int32_t e = (int32_t)((v.u >> 23) & 0xff) - 127;
   if (e == -127) { /* denormal: scale up */
@@ -147,7 +153,7 @@ INGOT_INLINE float ingot_powf(float a, float b) {
   if (b == 0.0f) return 1.0f;
   if (a < 0.0f) {
     int32_t bi = (int32_t)b;
-    if ((float)bi != b) return 0.0f / 0.0f;
+    if ((float)bi != b) return INGOT_NANF;
     float r = ingot_expf(b * ingot_logf(-a));
     return (bi & 1) ? -r : r;
   }
@@ -181,7 +187,7 @@ INGOT_INLINE float ingot_hardswish(float x) { return x * ingot_clip(x * (1.0f / 
 INGOT_INLINE float ingot_minf(float a, float b) { return a < b ? a : b; }
 INGOT_INLINE int ingot_isnanf(float x) { return x != x; }
 INGOT_INLINE int ingot_isinff(float x, int positive, int negative) {
-  return (positive && x == 1.0f / 0.0f) || (negative && x == -1.0f / 0.0f);
+  return (positive && x == INGOT_INFF) || (negative && x == -INGOT_INFF);
 }
 /* NaN-propagating max/min, as numpy.maximum / numpy.minimum. */
 INGOT_INLINE float ingot_fmaxf_nan(float a, float b) { return (a != a || a > b) ? a : b; }
@@ -210,8 +216,8 @@ INGOT_INLINE float ingot_roundf(float x) {
 }
 /* C fmod: the result has the sign of a. */
 INGOT_INLINE float ingot_fmodf(float a, float b) {
-  if (b == 0.0f || a != a || b != b || ingot_absf(a) == 1.0f / 0.0f) return 0.0f / 0.0f;
-  if (ingot_absf(b) == 1.0f / 0.0f) return a;
+  if (b == 0.0f || a != a || b != b || ingot_absf(a) == INGOT_INFF) return INGOT_NANF;
+  if (ingot_absf(b) == INGOT_INFF) return a;
   float q = a / b;
   if (ingot_absf(q) < 8388608.0f) {
     float r = a - ingot_truncf(q) * b;
@@ -252,7 +258,7 @@ INGOT_INLINE float ingot_expm1f(float x) {
 INGOT_INLINE float ingot_log1pf(float x) {
   float u = 1.0f + x;
   if (u == 1.0f) return x;
-  if (u == 1.0f / 0.0f) return u;
+  if (u == INGOT_INFF) return u;
   return ingot_logf(u) * (x / (u - 1.0f));
 }
 
@@ -265,7 +271,7 @@ INGOT_INLINE float ingot_sincos_poly_(float r, int use_cos) {
   return ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
 }
 INGOT_INLINE float ingot_sincosf_(float x, int want_cos) {
-  if (x != x || ingot_absf(x) == 1.0f / 0.0f) return 0.0f / 0.0f;
+  if (x != x || ingot_absf(x) == INGOT_INFF) return INGOT_NANF;
   int negate = 0;
   if (x < 0.0f) {
     x = -x;
@@ -310,7 +316,7 @@ INGOT_INLINE float ingot_atanf(float x) {
 }
 INGOT_INLINE float ingot_asinf(float x) {
   float a = ingot_absf(x);
-  if (!(a <= 1.0f)) return 0.0f / 0.0f;
+  if (!(a <= 1.0f)) return INGOT_NANF;
   float z, r;
   int flag = a > 0.5f;
   if (flag) {
@@ -329,7 +335,7 @@ INGOT_INLINE float ingot_asinf(float x) {
   return x < 0.0f ? -z : z;
 }
 INGOT_INLINE float ingot_acosf(float x) {
-  if (!(x >= -1.0f && x <= 1.0f)) return 0.0f / 0.0f;
+  if (!(x >= -1.0f && x <= 1.0f)) return INGOT_NANF;
   if (x < -0.5f) return 3.14159265358979f - 2.0f * ingot_asinf(__builtin_sqrtf(0.5f * (1.0f + x)));
   if (x > 0.5f) return 2.0f * ingot_asinf(__builtin_sqrtf(0.5f * (1.0f - x)));
   return 1.5707963267948966f - ingot_asinf(x);
@@ -374,7 +380,7 @@ INGOT_INLINE float ingot_asinhf(float x) {
   return x < 0.0f ? -r : r;
 }
 INGOT_INLINE float ingot_acoshf(float x) {
-  if (!(x >= 1.0f)) return 0.0f / 0.0f;
+  if (!(x >= 1.0f)) return INGOT_NANF;
   if (x > 1500.0f) return ingot_logf(x) + 0.693147180559945f;
   float z = x - 1.0f;
   if (z < 0.5f)
@@ -383,8 +389,8 @@ INGOT_INLINE float ingot_acoshf(float x) {
 }
 INGOT_INLINE float ingot_atanhf(float x) {
   float a = ingot_absf(x);
-  if (!(a <= 1.0f)) return 0.0f / 0.0f;
-  if (a == 1.0f) return x > 0.0f ? 1.0f / 0.0f : -1.0f / 0.0f;
+  if (!(a <= 1.0f)) return INGOT_NANF;
+  if (a == 1.0f) return x > 0.0f ? INGOT_INFF : -INGOT_INFF;
   if (a < 1.0e-4f) return x;
   if (a < 0.5f) {
     float z = x * x;

@@ -433,16 +433,8 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
   std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile);
   if (in_registers) {
     // Bias and activation applied by the tile before its store: no second pass.
-    loops.tile_call = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
-      std::string b = im2col ? ctx.scratch : fmt::format("xg + {}", n0);
-      int64_t ldb = im2col ? tile.nr : HW;
-      return fmt::format("      f32_gemm_tile_8x48_avx512_act(yg + ({m0}) * {HW} + {n0}, {HW}, wg + ({m0}) * {K}, {K}, 1, "
-                         "{b}, {ldb}, {K}, {mr}, {nr}, {bias}, {act});\n",
-                         fmt::arg("m0", m0), fmt::arg("HW", HW), fmt::arg("n0", n0), fmt::arg("K", K), fmt::arg("b", b),
-                         fmt::arg("ldb", ldb), fmt::arg("mr", mr), fmt::arg("nr", nr),
-                         fmt::arg("bias", node.input(2) ? fmt::format("{} + oc0 + ({})", ctx.in[2], m0) : "0"),
-                         fmt::arg("act", in_registers->args));
-    };
+    loops.reg_act = in_registers->args;
+    if (node.input(2)) loops.reg_bias = [&](const std::string& m0) { return fmt::format("{} + oc0 + ({})", ctx.in[2], m0); };
   } else {
     loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
       std::string ep = epilogue(fmt::format("(n * {} + oc) * {} + {} + j", c.OC, HW, n0));
@@ -516,14 +508,18 @@ std::string lower_dwconv_shifted(LoweringContext& ctx, const ConvGeometry& c) {
           ? fmt::format("      f32_dwconv_store_rows_avx512(plane, yp, {}, {}, {}, {}, {});\n", g.OH, g.OW, Wp,
                         node.input(2) ? ctx.in[2] + "[oc]" : "0.0f", in_registers->args)
           : fmt::format(
+                // Rows are compacted first and the epilogue then runs over the flat plane:
+                // on narrow rows (7 or 14 columns) a per-row epilogue loop stays scalar,
+                // the flat one is vectorized (SiLU, HardSwish, a residual Add).
                 "      for (int64_t oh = 0; oh < {OH}; ++oh)\n"
-                "        for (int64_t ow = 0; ow < {OW}; ++ow) {{\n"
-                "          float v = yp[oh * {Wp} + ow]{bias};\n"
-                "{ep}"
-                "          plane[oh * {OW} + ow] = v;\n"
-                "        }}\n",
+                "        for (int64_t ow = 0; ow < {OW}; ++ow) plane[oh * {OW} + ow] = yp[oh * {Wp} + ow]{bias};\n"
+                "{flat_ep}",
                 fmt::arg("OH", g.OH), fmt::arg("OW", g.OW), fmt::arg("Wp", Wp), fmt::arg("bias", bias),
-                fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
+                fmt::arg("flat_ep", !ctx.epilogue ? std::string()
+                                                  : fmt::format("      for (int64_t j = 0; j < {}; ++j) {{\n"
+                                                                "        float v = plane[j];\n{}"
+                                                                "        plane[j] = v;\n      }}\n",
+                                                                HW, epilogue(fmt::format("(n * {} + oc) * {} + j", c.OC, HW)))));
   return fmt::format(
       "  float* xp = {scratch};\n"
       "  float* yp = {scratch} + {padded};\n"

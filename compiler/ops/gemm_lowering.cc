@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "compiler/ops/elementwise.h"
 #include "ingot/abi.h"
@@ -16,6 +17,7 @@ GemmTile gemm_tile_for(uint32_t features, uint32_t arch) {
 }
 
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
+  const bool in_registers = !g.reg_act.empty() && !g.tile_call && t.kernel == "f32_gemm_tile_8x48_avx512";
   // Full tiles run in loops with literal sizes; the edge row panel and edge column
   // tile get their own literal sizes, so every tile call is fully specialized.
   auto tile_call = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
@@ -24,60 +26,62 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
                     : g.b_in_panels ? fmt::format("{} + ({}) / {} * {}", g.b, n0, t.nr, g.K * t.nr)
                                     : fmt::format("{} + {}", g.b, n0);
     int64_t ldb = g.pack_b || g.b_in_panels ? t.nr : g.ldb;
-    std::string s = fmt::format("      {}({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {});\n", t.kernel, g.c,
-                                m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr);
+    std::string s;
+    if (in_registers) {
+      s = fmt::format("      {}_act({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", t.kernel, g.c,
+                      m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr,
+                      g.reg_bias ? g.reg_bias(m0) : "0", g.reg_act);
+    } else {
+      s = fmt::format("      {}({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {});\n", t.kernel, g.c,
+                      m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr);
+    }
     if (g.after_tile) s += g.after_tile(m0, mr, n0, nr);
     return s;
   };
-  auto column_tile = [&](const std::string& n0, int64_t nr) {
+  using TileBody = std::function<std::string(const std::string& index, int64_t size)>;
+  // Row panels: full panels in a loop, the edge panel on its own; with a row split only
+  // the panels [lo, hi).
+  auto row_loop = [&](const TileBody& body) {
     std::string s;
-    if (g.pack_b) s += g.pack_b(n0, nr);
     int64_t full = g.M / t.mr * t.mr, rem = g.M - full;
     if (g.split == GemmSplit::kRows) {
-      // Row panels [lo, hi): full panels in a loop, the edge panel when it is in range.
-      if (full > 0) {
+      if (full > 0)
         s += fmt::format("    for (int64_t m0 = ({lo}) * {mr}, m1 = ({hi}) < {fp} ? ({hi}) * {mr} : {full}; m0 < m1; m0 += {mr}) {{\n",
                          fmt::arg("lo", g.split_lo), fmt::arg("hi", g.split_hi), fmt::arg("mr", t.mr),
-                         fmt::arg("fp", full / t.mr), fmt::arg("full", full));
-        s += tile_call("m0", t.mr, n0, nr);
-        s += "    }\n";
-      }
+                         fmt::arg("fp", full / t.mr), fmt::arg("full", full)) +
+             body("m0", t.mr) + "    }\n";
       if (rem > 0)
         s += fmt::format("    if (({hi}) > {fp}) {{\n", fmt::arg("hi", g.split_hi), fmt::arg("fp", full / t.mr)) +
-             tile_call(std::to_string(full), rem, n0, nr) + "    }\n";
+             body(std::to_string(full), rem) + "    }\n";
       return s;
     }
-    if (full > 0) {
-      s += fmt::format("    for (int64_t m0 = 0; m0 < {}; m0 += {}) {{\n", full, t.mr);
-      s += tile_call("m0", t.mr, n0, nr);
-      s += "    }\n";
-    }
-    if (rem > 0) s += "    {\n" + tile_call(std::to_string(full), rem, n0, nr) + "    }\n";
+    if (full > 0) s += fmt::format("    for (int64_t m0 = 0; m0 < {}; m0 += {}) {{\n", full, t.mr) + body("m0", t.mr) + "    }\n";
+    if (rem > 0) s += "    {\n" + body(std::to_string(full), rem) + "    }\n";
     return s;
   };
-  std::string s;
-  int64_t full_n = g.N / t.nr * t.nr, rem_n = g.N - full_n;
-  if (g.split == GemmSplit::kColumns) {
-    // Column tiles [lo, hi): full tiles in a loop, the edge tile when it is in range.
-    if (full_n > 0) {
-      s += fmt::format("  for (int64_t n0 = ({lo}) * {nr}, n1 = ({hi}) < {ft} ? ({hi}) * {nr} : {full}; n0 < n1; n0 += {nr}) {{\n",
-                       fmt::arg("lo", g.split_lo), fmt::arg("hi", g.split_hi), fmt::arg("nr", t.nr),
-                       fmt::arg("ft", full_n / t.nr), fmt::arg("full", full_n));
-      s += column_tile("n0", t.nr);
-      s += "  }\n";
+  // Column tiles, the same way.
+  auto column_loop = [&](const TileBody& body) {
+    std::string s;
+    int64_t full_n = g.N / t.nr * t.nr, rem_n = g.N - full_n;
+    if (g.split == GemmSplit::kColumns) {
+      if (full_n > 0)
+        s += fmt::format("  for (int64_t n0 = ({lo}) * {nr}, n1 = ({hi}) < {ft} ? ({hi}) * {nr} : {full}; n0 < n1; n0 += {nr}) {{\n",
+                         fmt::arg("lo", g.split_lo), fmt::arg("hi", g.split_hi), fmt::arg("nr", t.nr),
+                         fmt::arg("ft", full_n / t.nr), fmt::arg("full", full_n)) +
+             body("n0", t.nr) + "  }\n";
+      if (rem_n > 0)
+        s += fmt::format("  if (({hi}) > {ft}) {{\n", fmt::arg("hi", g.split_hi), fmt::arg("ft", full_n / t.nr)) +
+             body(std::to_string(full_n), rem_n) + "  }\n";
+      return s;
     }
-    if (rem_n > 0)
-      s += fmt::format("  if (({hi}) > {ft}) {{\n", fmt::arg("hi", g.split_hi), fmt::arg("ft", full_n / t.nr)) +
-           column_tile(std::to_string(full_n), rem_n) + "  }\n";
+    if (full_n > 0) s += fmt::format("  for (int64_t n0 = 0; n0 < {}; n0 += {}) {{\n", full_n, t.nr) + body("n0", t.nr) + "  }\n";
+    if (rem_n > 0) s += "  {\n" + body(std::to_string(full_n), rem_n) + "  }\n";
     return s;
-  }
-  if (full_n > 0) {
-    s += fmt::format("  for (int64_t n0 = 0; n0 < {}; n0 += {}) {{\n", full_n, t.nr);
-    s += column_tile("n0", t.nr);
-    s += "  }\n";
-  }
-  if (rem_n > 0) s += "  {\n" + column_tile(std::to_string(full_n), rem_n) + "  }\n";
-  return s;
+  };
+  return column_loop([&](const std::string& n0, int64_t nr) {
+    return (g.pack_b ? g.pack_b(n0, nr) : std::string()) +
+           row_loop([&](const std::string& m0, int64_t mr) { return tile_call(m0, mr, n0, nr); });
+  });
 }
 
 GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& t) {

@@ -49,9 +49,15 @@ struct GemmLoops {
   // column tile still runs pack_b (each part packs the panels it reads).
   GemmSplit split = GemmSplit::kNone;
   std::string split_lo{}, split_hi{};
+  // A register epilogue (register_epilogue) the default tile call applies: the
+  // per-row bias pointer for rows from m0 (called with the m0 expression; "0" for
+  // none) and the activation arguments. Empty `reg_act`: none.
+  std::function<std::string(const std::string& m0)> reg_bias{};
+  std::string reg_act{};
 };
 
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& tile);
+
 
 // The axis with more independent work for an M x N GEMM on |tile|: column tiles when
 // there are four full ones or at least as many as row panels, row panels otherwise
