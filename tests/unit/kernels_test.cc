@@ -615,6 +615,14 @@ TEST(KernelTest, Pools) {
   with_nan.data<float>()[81 * 4 + 7 * 40] = NAN;
   k.op("MaxPool", {k.input_tensor(with_nan)}, {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}});
   k.op("MaxPool", {k.input_tensor(with_nan)}, {{"kernel_shape", I{3, 5}}, {"strides", I{1, 2}}, {"pads", I{1, 2, 1, 2}}});
+  // Strided with 16 or more outputs per row (the row-buffer kernel): padding, ceil mode,
+  // dilation, a stride of 3, 1-D, and the NaNs.
+  k.op("MaxPool", {k.input_tensor(with_nan)}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}});
+  k.op("MaxPool", {k.input_tensor(with_nan)},
+       {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"dilations", I{2, 2}}, {"ceil_mode", int64_t{1}}});
+  k.op("MaxPool", {k.input({1, 3, 7, 70})},
+       {{"kernel_shape", I{2, 4}}, {"strides", I{2, 3}}, {"pads", I{0, 1, 1, 2}}, {"ceil_mode", int64_t{1}}});
+  k.op("MaxPool", {k.input({1, 3, 50})}, {{"kernel_shape", I{3}}, {"strides", I{2}}});
   for (int64_t inc : {0, 1}) {
     k.op("AveragePool", {k.input(x)},
          {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", inc}});
