@@ -20,7 +20,7 @@ bool per_output_taps(const LoweringContext& ctx) {
 
 }  // namespace
 
-std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeometry& c) {
+std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c) {
   const Node& node = ctx.node;
   const Window& g = c.win;
   const int64_t HW = g.OH * g.OW;
@@ -28,24 +28,28 @@ std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeom
   auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
   ctx.epilogue_applied = true;
   const int64_t width = transposed_panel_width(node);
-  // Transposed pointwise: C^T[HW, OC] = X^T[HW, C] * W^T[C, OC]. Pixels are the tile's
-  // rows (read from X with a k stride of HW), output channels its columns (W^T
-  // panels); each finished tile is written back transposed with bias and epilogue.
+  // Transposed: C^T[HW, OC] = X^T[HW, K] * W^T[K, OC], where X is the input planes
+  // themselves (pointwise, K = C) or the image's im2col matrix [K = C*KH*KW, HW] built
+  // in scratch first. Pixels are the tile's rows (read from X with a k stride of HW),
+  // output channels its columns (W^T panels); each finished tile is written back
+  // transposed with bias and epilogue.
   GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
   if (tile.nr != width) fail("{}: weights packed {} wide, but this target's tile is {} wide", node.describe(), width, tile.nr);
-  if (ctx.scratch.empty()) fail("{}: the transposed pointwise kernel needs scratch", node.describe());
+  if (ctx.scratch.empty()) fail("{}: the transposed GEMM kernel needs scratch", node.describe());
   ctx.headers.insert("f32_gemm_tile.h");
-  ctx.kernel_name = fmt::format("f32_conv1x1_s1_transposed_{}_{}", tile.kernel.substr(tile.kernel.rfind('_') + 1),
-                                shape_str(node.outputs[0]->shape));
+  const bool pointwise = is_pointwise_geometry(g);
+  const int64_t K = c.ICG * g.KH * g.KW;
+  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}_transposed_{}_{}", g.KH, g.KW, g.SW,
+                                tile.kernel.substr(tile.kernel.rfind('_') + 1), shape_str(node.outputs[0]->shape));
   GemmLoops loops;
   loops.M = HW;
   loops.N = c.OC;
-  loops.K = c.ICG;
+  loops.K = K;
   loops.tile_call = [&, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
     return fmt::format("      {kernel}(ct, {nrw}, xn + ({m0}), 1, {HW}, {w} + ({n0}) / {nrw} * {panel}, {nrw}, {K}, {mr}, {nr});\n",
                        fmt::arg("kernel", tile.kernel), fmt::arg("nrw", width), fmt::arg("m0", m0), fmt::arg("HW", HW),
-                       fmt::arg("w", ctx.in[1]), fmt::arg("n0", n0), fmt::arg("panel", c.ICG * width),
-                       fmt::arg("K", c.ICG), fmt::arg("mr", mr), fmt::arg("nr", nr));
+                       fmt::arg("w", ctx.in[1]), fmt::arg("n0", n0), fmt::arg("panel", K * width),
+                       fmt::arg("K", K), fmt::arg("mr", mr), fmt::arg("nr", nr));
   };
   // Workgroups: the tiles of one axis (pixel panels or channel tiles) of each image's
   // GEMM, numbered n * units + tile.
@@ -70,14 +74,27 @@ std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeom
         fmt::arg("nrw", width), fmt::arg("bias", bias),
         fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + ({}) + r", c.OC, HW, m0))));
   };
+  // Not pointwise: xn is the image's im2col matrix, built by every part that computes
+  // some of the image's tiles (a part has its own scratch).
+  const std::string operand =
+      pointwise ? fmt::format("    const float* xn = {} + n * {};\n", ctx.in[0], g.C * g.H * g.W)
+                : fmt::format("    float* xn = {s} + {tile};\n"
+                              "    f32_im2col_panel(xn, {HW}, {x} + n * {CHW}, {C}, {H}, {W}, {OW}, {KH}, {KW}, {SH}, {SW}, "
+                              "{PH}, {PW}, {DH}, {DW}, 0, {HW});\n",
+                              fmt::arg("s", ctx.scratch), fmt::arg("tile", 8 * width), fmt::arg("HW", HW),
+                              fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("C", c.ICG),
+                              fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("OW", g.OW), fmt::arg("KH", g.KH),
+                              fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("SW", g.SW), fmt::arg("PH", g.PH),
+                              fmt::arg("PW", g.PW), fmt::arg("DH", g.DH), fmt::arg("DW", g.DW));
   return fmt::format(
       "  float* ct = {scratch};\n"
       "  for (int64_t n = 0; n < {N}; ++n) {{\n"
       "{window}"
-      "    const float* xn = {x} + n * {CHW};\n"
+      "{operand}"
       "    float* yn = {y} + n * {OCHW};\n"
       "{loops}"
       "  }}\n",
+      fmt::arg("operand", operand),
       fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("n * {}", units), units, "continue;")),
       fmt::arg("scratch", ctx.scratch), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
       fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("loops", emit_gemm_loops(loops, tile)));

@@ -27,6 +27,10 @@ int64_t transposed_panel_width(const Node& node) { return node.attr_int("b_panel
 // compute. Output columns are numbered in this width, so it also covers OW.
 int64_t shared_pad_width(const Window& g) { return std::max(g.W + std::max(g.PW, g.PW_END), g.OW); }
 
+bool is_pointwise_geometry(const Window& g) {
+  return g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 && g.PW_END == 0;
+}
+
 ConvGeometry conv_geometry(const Node& node) {
   const Shape& x = node.inputs[0]->shape;
   const Shape& w = node.inputs[1]->shape;
@@ -46,12 +50,15 @@ ConvGeometry conv_geometry(const Node& node) {
     return c;
   }
   if (int64_t width = transposed_panel_width(node)) {
-    // Pointwise weights stored transposed in panels (pack_weights): [ceil(OC / width), C, width].
+    // Weights stored transposed in panels (pack_weights): [ceil(OC / width), C * KH * KW,
+    // width]; `kernel_shape` keeps KH x KW.
     c.OC = node.attr_int("b_cols", 0);
-    if (w.size() != 3 || w[2] != width || x.size() != 4 || c.G != 1 || c.OC <= 0 || w[0] != (c.OC + width - 1) / width)
+    const std::vector<int64_t> ks = node.attr_ints("kernel_shape");
+    if (w.size() != 3 || w[2] != width || x.size() != 4 || c.G != 1 || c.OC <= 0 || w[0] != (c.OC + width - 1) / width ||
+        ks.size() != 2 || ks[0] <= 0 || ks[1] <= 0 || w[1] % (ks[0] * ks[1]) != 0)
       fail("{}: transposed weight panels {} do not fit input {}", node.describe(), shape_str(w), shape_str(x));
-    c.win = window_geometry(node, x, {1, 1}, false);
-    c.ICG = w[1];
+    c.win = window_geometry(node, x, ks, false);
+    c.ICG = w[1] / (ks[0] * ks[1]);
     c.OCG = c.OC;
     if (x[1] != c.ICG) fail("{}: weights have {} input channels, input gives {}", node.describe(), c.ICG, x[1]);
     if (node.input(2) && node.inputs[2]->numel() != c.OC) fail("{}: bias has {} elements, expected {}", node.describe(), node.inputs[2]->numel(), c.OC);
@@ -142,10 +149,11 @@ void reference_conv(const Node& node, const std::vector<const Tensor*>& in, std:
   const float* w = in[1]->data<float>();
   std::vector<float> unpacked;
   if (int64_t width = transposed_panel_width(node)) {
-    // Back to [OC, C] from the transposed panels.
-    unpacked.resize(c.OC * c.ICG);
+    // Back to [OC, C * KH * KW] from the transposed panels.
+    const int64_t K = c.ICG * g.KH * g.KW;
+    unpacked.resize(c.OC * K);
     for (int64_t oc = 0; oc < c.OC; ++oc)
-      for (int64_t k = 0; k < c.ICG; ++k) unpacked[oc * c.ICG + k] = w[((oc / width) * c.ICG + k) * width + oc % width];
+      for (int64_t k = 0; k < K; ++k) unpacked[oc * K + k] = w[((oc / width) * K + k) * width + oc % width];
     w = unpacked.data();
   }
   const float* b = in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr;
@@ -223,7 +231,7 @@ PhasePlan phase_plan(const ConvGeometry& c) {
 const char* conv_strategy_name(ConvStrategy s) {
   switch (s) {
     case ConvStrategy::kWinograd: return "winograd";
-    case ConvStrategy::kTransposedPointwise: return "transposed_pointwise";
+    case ConvStrategy::kTransposedGemm: return "transposed_gemm";
     case ConvStrategy::kGemm: return "gemm";
     case ConvStrategy::kShiftedGemm: return "shifted_gemm";
     case ConvStrategy::kPhaseGemm: return "phase_gemm";
@@ -238,7 +246,7 @@ const char* conv_strategy_name(ConvStrategy s) {
 ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) {
   // Weight layouts chosen by earlier passes fix the strategy.
   if (winograd_m(node)) return ConvStrategy::kWinograd;
-  if (transposed_panel_width(node)) return ConvStrategy::kTransposedPointwise;
+  if (transposed_panel_width(node)) return ConvStrategy::kTransposedGemm;
   const ConvGeometry c = conv_geometry(node);
   const Window& g = c.win;
   if (c.ICG == 1 && c.OCG == 1) {
@@ -246,9 +254,7 @@ ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) 
     if (g.SW == 2) return ConvStrategy::kDepthwiseStride2;
     return ConvStrategy::kDepthwisePlane;
   }
-  const bool pointwise = g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 &&
-                         g.PH_END == 0 && g.PW_END == 0;
-  if (pointwise) return ConvStrategy::kGemm;
+  if (is_pointwise_geometry(g)) return ConvStrategy::kGemm;
   if (g.SH == 1 && g.SW == 1 && (target.features & INGOT_FEATURE_AVX512F)) return ConvStrategy::kShiftedGemm;
   // Strided: phase planes while they stay within half the L2 (the tiles read their rows
   // scattered, which only pays from cache), and never for 1x1 kernels (the planes would
@@ -279,8 +285,9 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy) {
       const WinogradPlan p = winograd_plan(node, c);
       return p.xp_floats + p.v_floats + p.m_floats + p.row_floats;
     }
-    case ConvStrategy::kTransposedPointwise:
-      return 8 * transposed_panel_width(node);  // one C^T tile
+    case ConvStrategy::kTransposedGemm:
+      // One C^T tile, and the image's im2col matrix [K, OH * OW] unless pointwise.
+      return 8 * transposed_panel_width(node) + (is_pointwise_geometry(g) ? 0 : c.ICG * g.KH * g.KW * g.OH * g.OW);
     case ConvStrategy::kGemm:
       return 0;
     case ConvStrategy::kShiftedGemm:
@@ -312,7 +319,7 @@ std::string lower_conv(LoweringContext& ctx) {
   const ConvGeometry c = conv_geometry(ctx.node);
   switch (conv_strategy(ctx.node)) {
     case ConvStrategy::kWinograd: return lower_conv_winograd(ctx, c);
-    case ConvStrategy::kTransposedPointwise: return lower_conv_transposed_pointwise(ctx, c);
+    case ConvStrategy::kTransposedGemm: return lower_conv_transposed_gemm(ctx, c);
     case ConvStrategy::kGemm: return lower_conv_gemm(ctx, c, /*im2col=*/false);
     case ConvStrategy::kShiftedGemm:
       if (!(ctx.target_features & INGOT_FEATURE_AVX512F))

@@ -17,6 +17,8 @@ struct ConvGeometry {
   int64_t OC = 0, G = 1, ICG = 0, OCG = 0;
 };
 ConvGeometry conv_geometry(const Node& node);
+// 1x1, stride 1, no padding: the input planes are the GEMM's B as they are.
+bool is_pointwise_geometry(const Window& g);
 
 // Winograd output tile size m (2 or 4), 0 when the weights are plain.
 int64_t winograd_m(const Node& node);
@@ -40,7 +42,7 @@ WinogradPlan winograd_plan(const Node& node, const ConvGeometry& c);
 // and the scratch size both read that value, so they can never disagree.
 enum class ConvStrategy {
   kWinograd,             // 3x3 stride 1, weights transformed at compile time
-  kTransposedPointwise,  // 1x1 over few pixels: pixels as tile rows, W^T panels
+  kTransposedGemm,       // few output pixels: pixels as tile rows (im2col unless 1x1), W^T panels
   kGemm,                 // 1x1 stride 1 unpadded: the input is B, per group
   kShiftedGemm,          // stride 1, AVX-512: taps as shifts of padded planes, per group
   kPhaseGemm,            // stride S > 1, AVX-512: taps as shifts of S x S phase planes, per group
@@ -72,7 +74,7 @@ constexpr int64_t kMaxTileColumns = 48;
 
 // One lowering per strategy; each sets ctx.kernel_name and applies the epilogue.
 std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c);
-std::string lower_conv_transposed_pointwise(LoweringContext& ctx, const ConvGeometry& c);
+std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im2col);
 std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c);

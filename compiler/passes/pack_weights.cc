@@ -1,3 +1,4 @@
+#include "compiler/ops/conv_ops.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/passes/passes.h"
 
@@ -27,23 +28,31 @@ bool is_constant_2d_f32(const Value* v) {
   return v->is_constant() && v->dtype == DType::F32 && v->shape.size() == 2;
 }
 
-// A pointwise convolution (1x1, stride 1, no padding, one group) over so few pixels
-// that vectors along them would be mostly padding (7x7 = 49 pixels fill 64 lanes):
-// computed transposed, pixels as the GEMM's rows and output channels as its columns,
-// it needs the weights as B = W^T in panels.
-bool wants_transposed_pointwise(const Node& node) {
-  if (node.op_type != "Conv" || node.attrs.count("b_panel_width") || !node.inputs[1]->is_constant()) return false;
+// A convolution (one group, 2-D) over so few output pixels that vectors along them
+// would be mostly padding: computed transposed, pixels as the GEMM's rows and output
+// channels as its columns, it needs the weights as B = W^T [C*KH*KW, OC] in panels.
+//  - Pointwise (1x1, stride 1, no padding; B is the input itself): when padding the
+//    pixels to 16-float vectors wastes more than 10% (7x7 = 49 pixels fill 64 lanes).
+//  - Any other kernel (B is an im2col matrix the kernel builds in scratch): when the
+//    transposed tiles are fuller than the usual ones (pixels in |width|-wide column
+//    tiles) by more than 15%: a 4x4 or 7x7 output, not a 14x14 one; and the im2col
+//    matrix, which every column tile reads again, fits in half the L2.
+bool wants_transposed_gemm(const Node& node, int64_t width, int64_t l2_bytes) {
+  if (node.op_type != "Conv" || node.attrs.count("b_panel_width") || node.attrs.count("winograd") ||
+      !node.inputs[1]->is_constant() || node.inputs[1]->dtype != DType::F32)
+    return false;
   const Shape& x = node.inputs[0]->shape;
   const Shape& w = node.inputs[1]->shape;
-  if (x.size() != 4 || w.size() != 4 || w[2] != 1 || w[3] != 1 || node.attr_int("group", 1) != 1) return false;
-  for (int64_t s : node.attr_ints("strides"))
-    if (s != 1) return false;
-  for (int64_t p : node.attr_ints("pads"))
-    if (p != 0) return false;
+  if (x.size() != 4 || w.size() != 4 || node.attr_int("group", 1) != 1) return false;
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
-  int64_t pixels = x[2] * x[3];
-  return w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
+  const ops::Window g = ops::conv_geometry(node).win;
+  const int64_t pixels = g.OH * g.OW;
+  if (ops::is_pointwise_geometry(g)) return w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
+  auto fill = [](int64_t n, int64_t block) { return static_cast<double>(n) / static_cast<double>((n + block - 1) / block * block); };
+  const double usual = fill(pixels, width), transposed = fill(pixels, 8) * fill(w[0], width);
+  const int64_t im2col_bytes = 4 * w[1] * w[2] * w[3] * pixels;
+  return w[0] >= 16 && transposed > 1.15 * usual && im2col_bytes <= l2_bytes / 2;
 }
 
 // Recurrent ops (LSTM, GRU, RNN) with constant weights: W [D, G, I] becomes W^T in
@@ -129,7 +138,7 @@ void pack_conv_transpose(Graph& graph, Node& node) {
 // convolution over few pixels gets its weights transposed into such panels too,
 // recurrent ops get their W and R laid out for their kernels (pack_recurrent), and a
 // 1-D or 2-D ConvTranspose its weights as its GEMM's A operand.
-void pack_weights(Graph& graph, int64_t panel_width) {
+void pack_weights(Graph& graph, int64_t panel_width, int64_t l2_bytes) {
   for (auto& owned : graph.nodes()) {
     Node& node = *owned;
     bool gemm = node.op_type == "Gemm", matmul = node.op_type == "MatMul";
@@ -141,16 +150,17 @@ void pack_weights(Graph& graph, int64_t panel_width) {
       pack_conv_transpose(graph, node);
       continue;
     }
-    if (panel_width > 0 && wants_transposed_pointwise(node)) {
+    if (panel_width > 0 && wants_transposed_gemm(node, panel_width, l2_bytes)) {
       const Tensor& w = *node.inputs[1]->constant;
-      int64_t oc = w.shape[0], k = w.shape[1];
+      const int64_t oc = w.shape[0], k = w.shape[1] * w.shape[2] * w.shape[3];
+      const std::vector<int64_t> kernel{w.shape[2], w.shape[3]};
       Tensor wt(DType::F32, {k, oc});
       for (int64_t i = 0; i < oc; ++i)
         for (int64_t j = 0; j < k; ++j) wt.data<float>()[j * oc + i] = w.data<float>()[i * k + j];
       node.inputs[1] = graph.add_constant(graph.unique_name(node.name + ".wt_panels"), to_panels(wt, panel_width));
       node.attrs["b_panel_width"] = panel_width;
       node.attrs["b_cols"] = oc;
-      node.attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+      node.attrs["kernel_shape"] = kernel;
       continue;
     }
     if ((!gemm && !matmul) || node.attrs.count("b_panel_width") || !is_constant_2d_f32(node.inputs[1])) continue;

@@ -28,8 +28,10 @@ void fuse_patterns(Graph& graph);
 // Concat/Sum/Max/Min with more inputs than a step can bind → a tree of the same op.
 void split_wide_ops(Graph& graph);
 // Lays out weights the way kernels read them: Gemm's B as [K,N]; with a panel width
-// (the target's GEMM tile width), constant GEMM B as tile-wide panels.
-void pack_weights(Graph& graph, int64_t panel_width = 0);
+// (the target's GEMM tile width), constant GEMM B as tile-wide panels, and a
+// convolution over few output pixels as transposed W^T panels (its im2col matrix held
+// to half of |l2_bytes|).
+void pack_weights(Graph& graph, int64_t panel_width = 0, int64_t l2_bytes = 1 << 20);
 // 3x3 stride-1 convolutions with constant weights → Winograd F(2x2, 3x3) weights
 // (attribute `winograd`), for the transform-and-GEMM kernel.
 // F(4x4) or F(2x2) per layer, from its image size and the target's L2.
