@@ -152,6 +152,9 @@ std::string lower_elementwise(LoweringContext& ctx) {
   // Loop nest: o over the output dims before the split, i within the trailing run.
   std::vector<Shape> operand_shapes;
   for (int k = 0; k < spec.arity; ++k) operand_shapes.push_back(node.inputs[k]->shape);
+  // The fused epilogue's operands shape the nest too (a BatchNorm's per-channel scale
+  // and shift: both indexed once per channel).
+  operand_shapes.insert(operand_shapes.end(), ctx.epilogue_operands.begin(), ctx.epilogue_operands.end());
   const Shape& out = y->shape;
   const BroadcastLoops loops = broadcast_loops(out, operand_shapes);
   const bool nested = loops.nested;
@@ -193,7 +196,7 @@ std::string lower_elementwise(LoweringContext& ctx) {
                           "    }}\n",
                           fmt::arg("range", workgroup_loop("o", rows, loops.outer)), fmt::arg("inner", inner), fmt::arg("ct", ct),
                           fmt::arg("expr", expr),
-                          fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", fmt::format("o * {} + i", inner)) : ""),
+                          fmt::arg("ep", ctx.epilogue ? ctx.epilogue_nested("v", loops) : ""),
                           fmt::arg("out", ctx.out[0]));
   }
   ctx.wg_count = workgroups_of(chunk, y->numel());
@@ -204,7 +207,7 @@ std::string lower_elementwise(LoweringContext& ctx) {
                         "    {out}[i] = v;\n"
                         "  }}\n",
                         fmt::arg("range", workgroup_loop("i", chunk, y->numel())), fmt::arg("ct", ct), fmt::arg("expr", expr),
-                        fmt::arg("ep", ctx.epilogue ? ctx.epilogue("v", "i") : ""), fmt::arg("out", ctx.out[0]));
+                        fmt::arg("ep", ctx.epilogue ? ctx.epilogue_nested("v", loops) : ""), fmt::arg("out", ctx.out[0]));
 }
 
 void add(std::map<std::string, OpDef>& t, const std::string& type, int arity,

@@ -29,6 +29,8 @@ struct TargetTraits {
   uint32_t workers = 1;  // step lists the plan is compiled for (--workers)
 };
 
+struct BroadcastLoops;
+
 // What a lowering sees: the node, C names of its buffers and the fused epilogue.
 struct LoweringContext {
   const Node& node;
@@ -41,6 +43,12 @@ struct LoweringContext {
   // dimension (`col`); lets bias-like operands be indexed without a modulo.
   std::function<std::string(const std::string& var, const std::string& flat_index, const std::string& col)>
       epilogue_at{};
+  // The same, for a lowering that runs a broadcast_loops nest (`o`, `i`) computed over
+  // its own operands and `epilogue_operands` too: every epilogue operand is indexed
+  // by the nest (once per `o` when it is per-channel) instead of through divisions of
+  // the flat index.
+  std::function<std::string(const std::string& var, const BroadcastLoops& loops)> epilogue_nested{};
+  std::vector<Shape> epilogue_operands{};
   bool has_epilogue = false;
   // Set by a lowering that applied `epilogue` itself; otherwise codegen appends a
   // sweep that applies it to output 0 after the body.

@@ -490,6 +490,23 @@ TEST(KernelTest, ConvGeometry) {
   k.run();
 }
 
+// Elementwise ops with fused elementwise epilogues whose operands broadcast their own
+// way: the loop nest follows every operand (per-channel scale, then per-channel shift,
+// as an unfolded BatchNorm; a full-shape residual; a last-dimension row; a scalar).
+TEST_P(HostAndPortableKernelTest, ElementwiseEpilogueOperands) {
+  KernelCase k(510);
+  Node* m1 = k.inner("Mul", {k.input({2, 9, 7, 5}), k.weight({1, 9, 1, 1})});
+  Node* a1 = k.inner("Add", {m1->outputs[0], k.weight({9, 1, 1})});
+  k.output(k.inner("Relu", {a1->outputs[0]})->outputs[0]);
+  Node* m2 = k.inner("Mul", {k.input({3, 16, 7}), k.weight({16, 1})});
+  Node* a2 = k.inner("Add", {k.input({3, 16, 7}), m2->outputs[0]});
+  k.output(k.inner("Mul", {a2->outputs[0], k.weight({7})})->outputs[0]);
+  Node* s3 = k.inner("Sub", {k.input({4, 33}), k.weight({1})});
+  k.output(k.inner("Add", {s3->outputs[0], k.weight({4, 1})})->outputs[0]);
+  testing::Compiled c = k.run(passes::fuse_epilogues, GetParam());
+  EXPECT_EQ(dispatch_count(c.plan), 3u);
+}
+
 TEST_P(HostAndPortableKernelTest, FusedEpilogues) {
   KernelCase k(500);
   // Conv + Relu.

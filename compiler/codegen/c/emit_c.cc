@@ -84,6 +84,11 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
       return s;
     };
     ctx.epilogue = [emit](const std::string& var, const std::string& flat) { return emit(var, flat, ""); };
+    ctx.epilogue_nested = [emit](const std::string& var, const ops::BroadcastLoops& loops) {
+      return emit(var, loops.nested ? fmt::format("o * {} + i", loops.inner) : "i", "", &loops);
+    };
+    for (const EpilogueOp& e : node.epilogue)
+      if (e.operand) ctx.epilogue_operands.push_back(e.operand->shape);
     ctx.epilogue_at = [emit](const std::string& var, const std::string& flat, const std::string& col) {
       return emit(var, flat, col);
     };
