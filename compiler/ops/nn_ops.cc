@@ -829,7 +829,7 @@ std::string gelu_c_expr(const Attrs& attrs, const std::string& x, const std::str
     return fmt::format(
         "(0.5f * ({x}) * (1.0f + ingot_tanhf(0.797884561f * (({x}) + 0.044715f * ({x}) * ({x}) * ({x})))))",
         fmt::arg("x", x));
-  return fmt::format("(0.5f * ({x}) * (1.0f + ingot_erff(({x}) * 0.707106781f)))", fmt::arg("x", x));
+  return fmt::format("ingot_geluf({})", x);
 }
 
 void infer_gelu(Node& node) {
