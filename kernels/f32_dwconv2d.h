@@ -284,4 +284,71 @@ INGOT_INLINE void f32_dwconv2d_stride2_rows_per_output(float* INGOT_RESTRICT y, 
   }
 }
 
+/* Depthwise convolution of |nch| <= 16 channel planes at once, channels in the vector
+ * lanes: for planes whose rows are shorter than a vector (7x7, 4x4), where a plane at a
+ * time leaves most lanes idle. The planes (consecutive in x and y, as NCHW keeps a
+ * channel run) are interleaved into the zero-padded block xt[Hp][Wp][16], the weights
+ * into wt[KH * KW][16]; each tap is then one 16-lane multiply-add per output pixel at
+ * any stride or dilation, and the sums are written back to the output planes.
+ * |bias| has |nch| entries or is NULL. */
+INGOT_INLINE void f32_dwconv2d_lanes16(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, const float* INGOT_RESTRICT w,
+                                       const float* INGOT_RESTRICT bias, ingot_index_t nch, ingot_index_t H, ingot_index_t W,
+                                       ingot_index_t OH, ingot_index_t OW, ingot_index_t KH, ingot_index_t KW, ingot_index_t SH,
+                                       ingot_index_t SW, ingot_index_t PH, ingot_index_t PW, ingot_index_t DH, ingot_index_t DW,
+                                       ingot_index_t Hp, ingot_index_t Wp, float* INGOT_RESTRICT xt, float* INGOT_RESTRICT wt) {
+  const ingot_index_t taps = KH * KW;
+  for (ingot_index_t i = 0; i < Hp * Wp * 16; ++i) xt[i] = 0.0f;
+  if (nch == 16) {
+    /* A full block: the channel loop innermost, one 16-lane gather per pixel. */
+    for (ingot_index_t h = 0; h < H; ++h)
+      for (ingot_index_t v = 0; v < W; ++v) {
+        float* INGOT_RESTRICT dst = xt + ((h + PH) * Wp + v + PW) * 16;
+        const float* INGOT_RESTRICT src = x + h * W + v;
+        for (ingot_index_t c = 0; c < 16; ++c) dst[c] = src[c * H * W];
+      }
+  } else {
+    for (ingot_index_t c = 0; c < nch; ++c)
+      for (ingot_index_t h = 0; h < H; ++h)
+        for (ingot_index_t v = 0; v < W; ++v) xt[((h + PH) * Wp + v + PW) * 16 + c] = x[(c * H + h) * W + v];
+  }
+  for (ingot_index_t t = 0; t < taps; ++t)
+    for (ingot_index_t l = 0; l < 16; ++l) wt[t * 16 + l] = l < nch ? w[l * taps + t] : 0.0f;
+  float b[16];
+  for (ingot_index_t l = 0; l < 16; ++l) b[l] = bias != 0 && l < nch ? bias[l] : 0.0f;
+  for (ingot_index_t oh = 0; oh < OH; ++oh) {
+    /* Four output pixels at a time: four independent sums, so the multiply-adds are
+     * not one long dependency chain. */
+    ingot_index_t ow = 0;
+    for (; ow + 4 <= OW; ow += 4) {
+      float acc[4][16];
+      for (int q = 0; q < 4; ++q)
+        for (ingot_index_t l = 0; l < 16; ++l) acc[q][l] = 0.0f;
+      for (ingot_index_t kh = 0; kh < KH; ++kh) {
+        const float* INGOT_RESTRICT row = xt + ((oh * SH + kh * DH) * Wp + ow * SW) * 16;
+        for (ingot_index_t kw = 0; kw < KW; ++kw) {
+          const float* INGOT_RESTRICT px = row + kw * DW * 16;
+          const float* INGOT_RESTRICT wv = wt + (kh * KW + kw) * 16;
+          for (int q = 0; q < 4; ++q)
+            for (ingot_index_t l = 0; l < 16; ++l) acc[q][l] += wv[l] * px[q * SW * 16 + l];
+        }
+      }
+      for (int q = 0; q < 4; ++q)
+        for (ingot_index_t c = 0; c < nch; ++c) y[c * OH * OW + oh * OW + ow + q] = acc[q][c] + b[c];
+    }
+    for (; ow < OW; ++ow) {
+      float acc[16];
+      for (ingot_index_t l = 0; l < 16; ++l) acc[l] = 0.0f;
+      for (ingot_index_t kh = 0; kh < KH; ++kh) {
+        const float* INGOT_RESTRICT row = xt + ((oh * SH + kh * DH) * Wp + ow * SW) * 16;
+        for (ingot_index_t kw = 0; kw < KW; ++kw) {
+          const float* INGOT_RESTRICT px = row + kw * DW * 16;
+          const float* INGOT_RESTRICT wv = wt + (kh * KW + kw) * 16;
+          for (ingot_index_t l = 0; l < 16; ++l) acc[l] += wv[l] * px[l];
+        }
+      }
+      for (ingot_index_t c = 0; c < nch; ++c) y[c * OH * OW + oh * OW + ow] = acc[c] + b[c];
+    }
+  }
+}
+
 #endif /* INGOT_F32_DWCONV2D_H_ */

@@ -559,6 +559,44 @@ std::string lower_dwconv_shifted(LoweringContext& ctx, const ConvGeometry& c) {
       fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
 }
 
+std::string lower_dwconv_lanes(LoweringContext& ctx, const ConvGeometry& c) {
+  const Node& node = ctx.node;
+  const Window& g = c.win;
+  const int64_t HW = g.OH * g.OW;
+  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
+  ctx.epilogue_applied = true;
+  if (ctx.scratch.empty()) fail("{}: the depthwise lanes kernel needs scratch", node.describe());
+  const int64_t Hp = g.H + g.PH + g.PH_END, Wp = lanes_padded_width(g);
+  const int64_t blocks = (c.OC + 15) / 16;
+  ctx.headers.insert("f32_dwconv2d.h");
+  // Workgroups: one per image and block of 16 channels, n * blocks + block; the block's
+  // output planes are consecutive, so the epilogue then sweeps them as one flat run.
+  ctx.wg_count = g.N * blocks;
+  ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s{}_lanes16_{}", g.KH, g.KW, g.SW, shape_str(node.outputs[0]->shape));
+  return fmt::format(
+      "  for (int64_t wg = (int64_t)wg_begin; wg < (int64_t)wg_end; ++wg) {{\n"
+      "    const int64_t n = wg / {blocks}, c0 = (wg - n * {blocks}) * 16;\n"
+      "    const int64_t nch = {OC} - c0 < 16 ? {OC} - c0 : 16;\n"
+      "    float* planes = {y} + (n * {OC} + c0) * {OHW};\n"
+      "    f32_dwconv2d_lanes16(planes, {x} + (n * {C} + c0) * {HW}, {w} + c0 * {KK}, {bias}, nch, {H}, {W}, {OH}, {OW}, "
+      "{KH}, {KW}, {SH}, {SW}, {PH}, {PW}, {DH}, {DW}, {Hp}, {Wp}, {scratch}, {scratch} + {block});\n"
+      "{ep}"
+      "  }}\n",
+      fmt::arg("blocks", blocks), fmt::arg("OC", c.OC), fmt::arg("y", ctx.out[0]), fmt::arg("OHW", HW),
+      fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C), fmt::arg("HW", g.H * g.W), fmt::arg("w", ctx.in[1]),
+      fmt::arg("KK", g.KH * g.KW), fmt::arg("bias", node.input(2) ? ctx.in[2] + " + c0" : "0"), fmt::arg("H", g.H),
+      fmt::arg("W", g.W), fmt::arg("OH", g.OH), fmt::arg("OW", g.OW), fmt::arg("KH", g.KH), fmt::arg("KW", g.KW),
+      fmt::arg("SH", g.SH), fmt::arg("SW", g.SW), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("DH", g.DH),
+      fmt::arg("DW", g.DW), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("scratch", ctx.scratch),
+      fmt::arg("block", Hp * Wp * 16),
+      fmt::arg("ep", !ctx.epilogue ? std::string()
+                                   : fmt::format("    for (int64_t j = 0; j < nch * {HW}; ++j) {{\n"
+                                                 "      float v = planes[j];\n{ep}"
+                                                 "      planes[j] = v;\n    }}\n",
+                                                 fmt::arg("HW", HW),
+                                                 fmt::arg("ep", epilogue(fmt::format("(n * {} + c0) * {} + j", c.OC, HW))))));
+}
+
 std::string lower_dwconv_stride2(LoweringContext& ctx, const ConvGeometry& c) {
   const Node& node = ctx.node;
   const Window& g = c.win;

@@ -31,6 +31,8 @@ bool is_pointwise_geometry(const Window& g) {
   return g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0 && g.PH_END == 0 && g.PW_END == 0;
 }
 
+int64_t lanes_padded_width(const Window& g) { return g.W + g.PW + g.PW_END; }
+
 ConvGeometry conv_geometry(const Node& node) {
   const Shape& x = node.inputs[0]->shape;
   const Shape& w = node.inputs[1]->shape;
@@ -236,6 +238,7 @@ const char* conv_strategy_name(ConvStrategy s) {
     case ConvStrategy::kShiftedGemm: return "shifted_gemm";
     case ConvStrategy::kPhaseGemm: return "phase_gemm";
     case ConvStrategy::kIm2colGemm: return "im2col_gemm";
+    case ConvStrategy::kDepthwiseLanes: return "depthwise_lanes";
     case ConvStrategy::kDepthwiseShifted: return "depthwise_shifted";
     case ConvStrategy::kDepthwiseStride2: return "depthwise_stride2";
     case ConvStrategy::kDepthwisePlane: return "depthwise_plane";
@@ -250,6 +253,12 @@ ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) 
   const ConvGeometry c = conv_geometry(node);
   const Window& g = c.win;
   if (c.ICG == 1 && c.OCG == 1) {
+    // Rows of 8 outputs or fewer (7x7 planes, and 14x14 ones at stride 2) on x86: 16
+    // channels at a time in the vector lanes. Measured on 5x5 and 7x7 kernels over
+    // 672-1152 channels: 1.5-3x faster than a plane at a time there; on 14-wide rows
+    // the plane kernels are as fast.
+    if (target.arch == INGOT_ARCH_X86_64 && (target.features & INGOT_FEATURE_AVX2) && g.OW <= 8 && !g.one_d)
+      return ConvStrategy::kDepthwiseLanes;
     if (g.SH == 1 && g.SW == 1) return ConvStrategy::kDepthwiseShifted;
     if (g.SW == 2) return ConvStrategy::kDepthwiseStride2;
     return ConvStrategy::kDepthwisePlane;
@@ -297,6 +306,9 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy) {
       return phase_plan(c).padded_floats + 8 * 48;  // the phase planes (+ tail) and one 8x48 C tile
     case ConvStrategy::kIm2colGemm:
       return c.ICG * g.KH * g.KW * kMaxTileColumns;  // one panel, K rows by the widest tile
+    case ConvStrategy::kDepthwiseLanes:
+      // The interleaved padded block of 16 planes and the weights of 16 channels.
+      return (g.H + g.PH + g.PH_END) * lanes_padded_width(g) * 16 + g.KH * g.KW * 16;
     case ConvStrategy::kDepthwiseShifted:
       // One padded plane (+ tail) and one padded-width output plane.
       return (Hp * Ws + tail + 15) / 16 * 16 + g.OH * Ws + 15;
@@ -330,6 +342,7 @@ std::string lower_conv(LoweringContext& ctx) {
         fail("{}: strategy phase_gemm needs AVX-512, which the target lacks", ctx.node.describe());
       return lower_conv_phase_gemm(ctx, c);
     case ConvStrategy::kIm2colGemm: return lower_conv_gemm(ctx, c, /*im2col=*/true);
+    case ConvStrategy::kDepthwiseLanes: return lower_dwconv_lanes(ctx, c);
     case ConvStrategy::kDepthwiseShifted: return lower_dwconv_shifted(ctx, c);
     case ConvStrategy::kDepthwiseStride2: return lower_dwconv_stride2(ctx, c);
     case ConvStrategy::kDepthwisePlane: return lower_dwconv_plane(ctx, c);

@@ -19,6 +19,8 @@ struct ConvGeometry {
 ConvGeometry conv_geometry(const Node& node);
 // 1x1, stride 1, no padding: the input planes are the GEMM's B as they are.
 bool is_pointwise_geometry(const Window& g);
+// Row width of the interleaved padded block of the depthwise lanes kernel.
+int64_t lanes_padded_width(const Window& g);
 
 // Winograd output tile size m (2 or 4), 0 when the weights are plain.
 int64_t winograd_m(const Node& node);
@@ -47,6 +49,7 @@ enum class ConvStrategy {
   kShiftedGemm,          // stride 1, AVX-512: taps as shifts of padded planes, per group
   kPhaseGemm,            // stride S > 1, AVX-512: taps as shifts of S x S phase planes, per group
   kIm2colGemm,           // everything else with a GEMM form: im2col panels, per group
+  kDepthwiseLanes,       // depthwise, output rows shorter than a vector: 16 channels in the lanes
   kDepthwiseShifted,     // depthwise stride 1: taps as shifts of one padded plane
   kDepthwiseStride2,     // depthwise column stride 2: column-parity planes
   kDepthwisePlane,       // depthwise, any other stride: row-vectorized plane kernel
@@ -75,6 +78,7 @@ constexpr int64_t kMaxTileColumns = 48;
 // One lowering per strategy; each sets ctx.kernel_name and applies the epilogue.
 std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c);
+std::string lower_dwconv_lanes(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im2col);
 std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c);

@@ -303,6 +303,22 @@ TEST_P(HostAndPortableKernelTest, ConvStride1AndDepthwise) {
   k.run({}, GetParam());
 }
 
+// Depthwise over planes whose output rows are 8 wide or less (16 channels in the
+// vector lanes on x86): a partial last block of channels, a batch of two, stride 2,
+// dilation, asymmetric padding, 1-wide rows, bias or none, and a fused SiLU.
+TEST_P(HostAndPortableKernelTest, DepthwiseNarrowPlanes) {
+  KernelCase k(425);
+  add_conv(k, {1, 37, 7, 7}, {37, 1, 5, 5}, {{"group", int64_t{37}}, {"pads", I{2, 2, 2, 2}}});
+  add_conv(k, {2, 16, 14, 14}, {16, 1, 3, 3}, {{"group", int64_t{16}}, {"pads", I{1, 1, 1, 1}}, {"strides", I{2, 2}}}, false);
+  add_conv(k, {1, 20, 8, 6}, {20, 1, 3, 3}, {{"group", int64_t{20}}, {"pads", I{2, 1, 0, 2}}, {"dilations", I{2, 1}}});
+  add_conv(k, {1, 18, 5, 1}, {18, 1, 3, 1}, {{"group", int64_t{18}}, {"pads", I{1, 0, 1, 0}}});
+  Node* c = k.inner("Conv", {k.input({1, 33, 7, 7}), k.weight({33, 1, 3, 3}), k.weight({33})},
+                    {{"group", int64_t{33}}, {"pads", I{1, 1, 1, 1}}});
+  Node* s = k.inner("Sigmoid", {c->outputs[0]});
+  k.output(k.inner("Mul", {c->outputs[0], s->outputs[0]})->outputs[0]);
+  k.run(passes::fuse_epilogues, GetParam());
+}
+
 // Bias and ReLU / Clip applied by the AVX-512 tile in registers (other tiles take the
 // per-tile pass): pointwise and strided convolutions, with and without bias, Clip
 // with both bounds and with one, rows and columns off the tile edges.
