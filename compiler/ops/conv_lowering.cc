@@ -285,12 +285,13 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
   // Stride-1 convolution as GEMM without im2col: the input is copied once into
   // zero-padded planes of width Wp, where every tap is a shift of the flat plane;
   // tiles run over output pixels numbered in that padded width and the epilogue
-  // stores only the OW real columns of each row. Groups read their own planes
-  // (`xpg`) and weights (`wg`) and write their own channels from `oc0`.
+  // stores only the OW real columns of each row. Each group's planes (`xpg`) are
+  // padded just before its GEMM reads them with its weights (`wg`), writing its own
+  // channels from `oc0`.
   int64_t Hp = g.H + g.PH + g.PH_END, Wp = shared_pad_width(g);
   int64_t K = c.ICG * g.KH * g.KW, Np = g.OH * Wp;
   int64_t tail = (g.KW - 1) * g.DW + 16;
-  int64_t padded = (g.C * Hp * Wp + tail + 15) / 16 * 16;
+  int64_t padded = (c.ICG * Hp * Wp + tail + 15) / 16 * 16;  // one group's planes
   ctx.headers.insert("f32_gemm_tile.h");
   GemmTile tile{"f32_conv_tile_8x48_avx512", 8, 48};
   GemmLoops loops;
@@ -302,7 +303,7 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
                        m0, K, K, n0, Hp * Wp, Wp, c.ICG, g.KH, g.KW, g.DH, g.DW, mr, nr);
   };
   loops.after_tile = padded_width_store(ctx, c, Wp);
-  // Workgroups as in lower_conv_gemm; each part pads the planes of every image it
+  // Workgroups as in lower_conv_gemm; each part pads the planes of every group it
   // touches itself (the copy is repeated per part, a small cost beside the GEMM).
   loops.split = choose_gemm_split(c.OCG, Np, tile);
   loops.split_lo = "lo";
@@ -319,11 +320,11 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
       "    const float* xn = {x} + n * {CHW};\n"
       "    float* yn = {y} + n * {OCHW};\n"
       "{image_window}"
-      "    f32_pad_planes(xp, xn, {C}, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, {tail});\n"
       "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
       "{window}"
       "    const int64_t oc0 = grp * {OCG};\n"
-      "    const float* xpg = xp + grp * {ICGHWp};\n"
+      "    f32_pad_planes(xp, xn + grp * {ICGHW}, {ICG}, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, {tail});\n"
+      "    const float* xpg = xp;\n"
       "    const float* wg = {w} + oc0 * {K};\n"
       "{loops}"
       "    }}\n"
@@ -332,7 +333,7 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
       fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C),
       fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("PH", g.PH),
       fmt::arg("PW", g.PW), fmt::arg("tail", tail), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG),
-      fmt::arg("ICGHWp", c.ICG * Hp * Wp), fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
+      fmt::arg("ICGHW", c.ICG * g.H * g.W), fmt::arg("ICG", c.ICG), fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
       fmt::arg("image_window", workgroup_window(ctx.wg_count, fmt::format("n * {}", c.G * units), c.G * units, "continue;", "    ", "ilo", "ihi")),
       fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
       fmt::arg("loops", emit_gemm_loops(loops, tile)));
@@ -346,8 +347,8 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
   // Strided convolution as GEMM without im2col: the input is copied once into S x S
   // phase planes per channel, where every tap of a stride-S window is a shift again
   // (tap table `taps`); tiles run over output pixels numbered in the phase width Wq
-  // and the epilogue stores only the OW real columns of each row. Groups read their
-  // own channels' planes and weights.
+  // and the epilogue stores only the OW real columns of each row. Each group's planes
+  // are built just before its GEMM reads them (the scratch holds one group's).
   const PhasePlan p = phase_plan(c);
   const int64_t taps = g.KH * g.KW, K = c.ICG * taps;
   ctx.headers.insert("f32_gemm_tile.h");
@@ -361,7 +362,7 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
                        m0, K, K, n0, p.channel_floats, taps, c.ICG, mr, nr);
   };
   loops.after_tile = padded_width_store(ctx, c, p.Wq);
-  // Workgroups as in lower_conv_gemm; each part builds the phase planes of every image
+  // Workgroups as in lower_conv_gemm; each part builds the phase planes of every group
   // it touches itself (the copy is repeated per part, a small cost beside the GEMM).
   loops.split = choose_gemm_split(c.OCG, p.Np, tile);
   loops.split_lo = "lo";
@@ -381,11 +382,11 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
       "    const float* xn = {x} + n * {CHW};\n"
       "    float* yn = {y} + n * {OCHW};\n"
       "{image_window}"
-      "    f32_pad_phase_planes(xp, xn, {C}, {H}, {W}, {S}, {Hq}, {Wq}, {PH}, {PW}, {tail});\n"
       "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
       "{window}"
       "    const int64_t oc0 = grp * {OCG};\n"
-      "    const float* xpg = xp + grp * {ICGplanes};\n"
+      "    f32_pad_phase_planes(xp, xn + grp * {ICGHW}, {ICG}, {H}, {W}, {S}, {Hq}, {Wq}, {PH}, {PW}, {tail});\n"
+      "    const float* xpg = xp;\n"
       "    const float* wg = {w} + oc0 * {K};\n"
       "{loops}"
       "    }}\n"
@@ -394,7 +395,7 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
       fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
       fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C), fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("S", p.S),
       fmt::arg("Hq", p.Hq), fmt::arg("Wq", p.Wq), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("tail", p.tail),
-      fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("ICGplanes", c.ICG * p.channel_floats),
+      fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("ICGHW", c.ICG * g.H * g.W), fmt::arg("ICG", c.ICG),
       fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
       fmt::arg("image_window", workgroup_window(ctx.wg_count, fmt::format("n * {}", c.G * units), c.G * units, "continue;", "    ", "ilo", "ihi")),
       fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),

@@ -226,7 +226,9 @@ PhasePlan phase_plan(const ConvGeometry& c) {
     }
   // The last channel's junk columns read up to a row's shift past its last phase plane.
   p.tail = (g.KW - 1) * g.DW / p.S + 16;
-  p.padded_floats = (g.C * p.channel_floats + p.tail + 15) / 16 * 16;
+  // One group's channels at a time: the kernel builds a group's planes just before its
+  // GEMM reads them.
+  p.padded_floats = (c.ICG * p.channel_floats + p.tail + 15) / 16 * 16;
   return p;
 }
 
@@ -300,8 +302,8 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy) {
     case ConvStrategy::kGemm:
       return 0;
     case ConvStrategy::kShiftedGemm:
-      // The padded planes (+ tail) and one 8x48 C tile.
-      return (g.C * Hp * Ws + tail + 15) / 16 * 16 + 8 * 48;
+      // One group's padded planes (+ tail) and one 8x48 C tile.
+      return (c.ICG * Hp * Ws + tail + 15) / 16 * 16 + 8 * 48;
     case ConvStrategy::kPhaseGemm:
       return phase_plan(c).padded_floats + 8 * 48;  // the phase planes (+ tail) and one 8x48 C tile
     case ConvStrategy::kIm2colGemm:
