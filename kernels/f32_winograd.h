@@ -76,17 +76,19 @@ INGOT_INLINE void f32_winograd_f2k3_input(float* INGOT_RESTRICT v, ingot_index_t
   }
 }
 
-/* Output transform of |count| consecutive tiles: m[xi * xi_stride + k] are tile k's 16
- * products; row0/row1 receive the tiles' two output rows, columns 2k and 2k + 1,
- * before bias and epilogue (each row has room for 2 * (count + 16) floats). */
+/* Output transform of |count| consecutive tiles: m[xi * xi_stride + k * tile_stride] are
+ * tile k's 16 products (tile_stride 1 when the GEMMs wrote channel rows of tiles, the
+ * channel count when they wrote tile rows of channels); row0/row1 receive the tiles'
+ * two output rows, columns 2k and 2k + 1, before bias and epilogue (each row has room
+ * for 2 * (count + 16) floats). */
 INGOT_INLINE void f32_winograd_f2k3_output(float* INGOT_RESTRICT row0, float* INGOT_RESTRICT row1, const float* INGOT_RESTRICT m,
-                                           ingot_index_t xi_stride, ingot_index_t count) {
+                                           ingot_index_t xi_stride, ingot_index_t tile_stride, ingot_index_t count) {
   const ingot_index_t n = (count + INGOT_WINOGRAD_SPARE - 1) / INGOT_WINOGRAD_SPARE * INGOT_WINOGRAD_SPARE;
   for (ingot_index_t k = 0; k < n; ++k) {
     float r0[4], r1[4];
     for (int j = 0; j < 4; ++j) {
-      const float m0 = m[(0 + j) * xi_stride + k], m1 = m[(4 + j) * xi_stride + k];
-      const float m2 = m[(8 + j) * xi_stride + k], m3 = m[(12 + j) * xi_stride + k];
+      const float m0 = m[(0 + j) * xi_stride + k * tile_stride], m1 = m[(4 + j) * xi_stride + k * tile_stride];
+      const float m2 = m[(8 + j) * xi_stride + k * tile_stride], m3 = m[(12 + j) * xi_stride + k * tile_stride];
       r0[j] = m0 + m1 + m2;
       r1[j] = m1 - m2 - m3;
     }
@@ -150,9 +152,9 @@ INGOT_INLINE void f32_winograd_f4k3_input(float* INGOT_RESTRICT v, ingot_index_t
 }
 
 /* Output transform of |count| tiles into four rows (row a at rows + a * row_stride),
- * columns 4k..4k+3, before bias and epilogue. */
+ * columns 4k..4k+3, before bias and epilogue; products as for F(2x2). */
 INGOT_INLINE void f32_winograd_f4k3_output(float* INGOT_RESTRICT rows, ingot_index_t row_stride, const float* INGOT_RESTRICT m,
-                                           ingot_index_t xi_stride, ingot_index_t count) {
+                                           ingot_index_t xi_stride, ingot_index_t tile_stride, ingot_index_t count) {
   const ingot_index_t n = (count + INGOT_WINOGRAD_SPARE - 1) / INGOT_WINOGRAD_SPARE * INGOT_WINOGRAD_SPARE;
   for (ingot_index_t k = 0; k < n; ++k) {
     float s[4][6];
@@ -160,7 +162,7 @@ INGOT_INLINE void f32_winograd_f4k3_output(float* INGOT_RESTRICT rows, ingot_ind
     for (int j = 0; j < 6; ++j) {
       float mm[6];
       #pragma GCC unroll 6
-      for (int i = 0; i < 6; ++i) mm[i] = m[(6 * i + j) * xi_stride + k];
+      for (int i = 0; i < 6; ++i) mm[i] = m[(6 * i + j) * xi_stride + k * tile_stride];
       s[0][j] = mm[0] + mm[1] + mm[2] + mm[3] + mm[4];
       s[1][j] = mm[1] - mm[2] + 2.0f * (mm[3] - mm[4]);
       s[2][j] = mm[1] + mm[2] + 4.0f * (mm[3] + mm[4]);

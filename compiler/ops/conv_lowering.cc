@@ -110,6 +110,14 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
   if (ctx.scratch.empty()) fail("{}: the Winograd kernel needs scratch", node.describe());
   WinogradPlan p = winograd_plan(node, c);
   GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+  // Transposed GEMMs (images of few tiles): M^T[tiles, OC] = V^T[tiles, IC] * U^T[IC, OC],
+  // V read in place (a k stride of TBp), U^T in panels; the output transform then reads
+  // each channel's tiles OC apart.
+  const int64_t panel_width = winograd_panel_width(node);
+  const bool transposed = panel_width > 0;
+  if (transposed && tile.nr != panel_width)
+    fail("{}: Winograd weights packed {} wide, but this target's tile is {} wide", node.describe(), panel_width, tile.nr);
+  const int64_t oc_tiles = (c.OC + tile.nr - 1) / tile.nr;
   ctx.headers.insert("f32_gemm_tile.h");
   ctx.headers.insert("f32_winograd.h");
   ctx.kernel_name = fmt::format("f32_conv3x3_s1_winograd{}x{}_{}_{}", p.m, p.m, tile.kernel.substr(tile.kernel.rfind('_') + 1),
@@ -122,21 +130,25 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
                : fmt::format("f32_winograd_f4k3_input(wv + ic * {tbp} + (t - t0), {{vstride}}, {p0}, {p1}, {p2}, {p3}, {Wq}, th, tw0, run)",
                              fmt::arg("tbp", p.TBp), fmt::arg("p0", phase(0)), fmt::arg("p1", phase(1)),
                              fmt::arg("p2", phase(2)), fmt::arg("p3", phase(3)), fmt::arg("Wq", p.Wq));
+  const std::string products = transposed ? fmt::format("wm + (t - t0) * {} + oc, {{mstride}}, {}", c.OC, c.OC)
+                                           : fmt::format("wm + oc * {} + (t - t0), {{mstride}}, 1", p.TBp);
   const std::string output_call =
-      p.m == 2 ? fmt::format("f32_winograd_f2k3_output(wrow, wrow + {row}, wm + oc * {tbp} + (t - t0), {{mstride}}, run)",
-                             fmt::arg("row", p.row), fmt::arg("tbp", p.TBp))
-               : fmt::format("f32_winograd_f4k3_output(wrow, {row}, wm + oc * {tbp} + (t - t0), {{mstride}}, run)",
-                             fmt::arg("row", p.row), fmt::arg("tbp", p.TBp));
+      p.m == 2 ? fmt::format("f32_winograd_f2k3_output(wrow, wrow + {row}, {products}, run)", fmt::arg("row", p.row),
+                             fmt::arg("products", products))
+               : fmt::format("f32_winograd_f4k3_output(wrow, {row}, {products}, run)", fmt::arg("row", p.row),
+                             fmt::arg("products", products));
   // Workgroups: blocks of tiles, numbered n * blocks + block. With fewer than four
   // blocks in the dispatch (small images take one), each block splits further over
   // its output channels' row panels, (n * blocks + block) * panels + panel; a part
   // then transforms the block's whole input itself (repeated per part) and runs the
   // GEMMs and the output transform for its channels only.
   const int64_t blocks = (p.T + p.TB - 1) / p.TB;
-  const int64_t panels = g.N * blocks >= 4 ? 1 : (c.OC + tile.mr - 1) / tile.mr;
+  // (Transposed: over its output channels' column tiles.)
+  const int64_t panels = g.N * blocks >= 4 ? 1 : transposed ? oc_tiles : (c.OC + tile.mr - 1) / tile.mr;
+  const int64_t oc_step = transposed ? tile.nr : tile.mr;
   ctx.wg_count = std::max<int64_t>(1, g.N * blocks * panels);
   const std::string oc_range =
-      panels > 1 ? fmt::format("oc = lo * {mr}, oc1 = hi * {mr} < {OC} ? hi * {mr} : {OC}; oc < oc1", fmt::arg("mr", tile.mr),
+      panels > 1 ? fmt::format("oc = lo * {mr}, oc1 = hi * {mr} < {OC} ? hi * {mr} : {OC}; oc < oc1", fmt::arg("mr", oc_step),
                                fmt::arg("OC", c.OC))
                  : fmt::format("oc = 0; oc < {}", c.OC);
   // One block of `tb` tiles starting at tile `t0`: input transform, 16 GEMMs,
@@ -145,17 +157,28 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
   auto block = [&](const std::string& t0, int64_t tb) {
     GemmLoops loops;
     loops.c = "mx";
-    loops.ldc = p.TBp;
-    loops.a = "ux";
-    loops.lda = c.ICG;
-    loops.aks = 1;
-    loops.b = "vx";
-    loops.ldb = p.TBp;
-    loops.M = c.OC;
-    loops.N = tb;
     loops.K = c.ICG;
+    if (transposed) {
+      loops.ldc = c.OC;
+      loops.a = "vx";
+      loops.lda = 1;
+      loops.aks = p.TBp;
+      loops.b = "ux";
+      loops.b_in_panels = true;
+      loops.M = tb;
+      loops.N = c.OC;
+    } else {
+      loops.ldc = p.TBp;
+      loops.a = "ux";
+      loops.lda = c.ICG;
+      loops.aks = 1;
+      loops.b = "vx";
+      loops.ldb = p.TBp;
+      loops.M = c.OC;
+      loops.N = tb;
+    }
     if (panels > 1) {
-      loops.split = GemmSplit::kRows;
+      loops.split = transposed ? GemmSplit::kColumns : GemmSplit::kRows;
       loops.split_lo = "lo";
       loops.split_hi = "hi";
     }
@@ -198,7 +221,7 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
         "      }}\n"
         "    }}\n",
         fmt::arg("t0", t0), fmt::arg("IC", c.ICG), fmt::arg("tb", tb), fmt::arg("tbp", p.TBp), fmt::arg("TW", p.TW),
-        fmt::arg("vstride", c.ICG * p.TBp), fmt::arg("u", ctx.in[1]), fmt::arg("OCIC", c.OC * c.ICG),
+        fmt::arg("vstride", c.ICG * p.TBp), fmt::arg("u", ctx.in[1]), fmt::arg("OCIC", transposed ? oc_tiles * tile.nr * c.ICG : c.OC * c.ICG),
         fmt::arg("mstride", c.OC * p.TBp), fmt::arg("row", p.row), fmt::arg("m", p.m), fmt::arg("xis", p.alpha * p.alpha),
         fmt::arg("input_call", fmt::format(fmt::runtime(input_call), fmt::arg("vstride", c.ICG * p.TBp))),
         fmt::arg("output_call", fmt::format(fmt::runtime(output_call), fmt::arg("mstride", c.OC * p.TBp))),

@@ -15,6 +15,7 @@ int64_t winograd_m(const Node& node) {
   int64_t m = node.attr_int("winograd", 0);
   return m == 2 || m == 4 ? m : 0;
 }
+int64_t winograd_panel_width(const Node& node) { return node.attr_int("winograd_panel_width", 0); }
 namespace {
 bool is_winograd(const Node& node) { return winograd_m(node) != 0; }
 }  // namespace
@@ -39,12 +40,15 @@ ConvGeometry conv_geometry(const Node& node) {
   ConvGeometry c;
   c.G = node.attr_int("group", 1);
   if (is_winograd(node)) {
-    // Weights already transformed for Winograd F(m x m, 3x3): [(m + 2)^2, OC, IC].
-    const int64_t alpha = winograd_m(node) + 2;
-    if (w.size() != 3 || w[0] != alpha * alpha || x.size() != 4 || c.G != 1)
+    // Weights already transformed for Winograd F(m x m, 3x3): [(m + 2)^2, OC, IC], or
+    // for the transposed GEMMs [(m + 2)^2, ceil(OC / width), IC, width].
+    const int64_t alpha = winograd_m(node) + 2, width = winograd_panel_width(node);
+    c.OC = width ? node.attr_int("b_cols", 0) : (w.size() == 3 ? w[1] : 0);
+    const bool fits = width ? w.size() == 4 && w[3] == width && c.OC > 0 && w[1] == (c.OC + width - 1) / width
+                            : w.size() == 3;
+    if (!fits || w[0] != alpha * alpha || x.size() != 4 || c.G != 1)
       fail("{}: Winograd weights {} do not fit input {}", node.describe(), shape_str(w), shape_str(x));
     c.win = window_geometry(node, x, {3, 3}, false);
-    c.OC = w[1];
     c.ICG = w[2];
     c.OCG = c.OC;
     if (x[1] != c.ICG) fail("{}: weights have {} input channels, input gives {}", node.describe(), c.ICG, x[1]);
@@ -104,6 +108,17 @@ void reference_winograd_conv(const Node& node, const std::vector<const Tensor*>&
   auto AT = [&](int a, int i) { return m == 4 ? AT4[a][i] : AT2[a][i]; };
   const float* x = in[0]->data<float>();
   const float* u = in[1]->data<float>();
+  std::vector<float> unpacked;
+  if (const int64_t width = winograd_panel_width(node)) {
+    // Back to [alpha^2, OC, IC] from the U^T panels.
+    const int64_t panels = (c.OC + width - 1) / width;
+    unpacked.resize(alpha * alpha * c.OC * c.ICG);
+    for (int64_t xi = 0; xi < alpha * alpha; ++xi)
+      for (int64_t oc = 0; oc < c.OC; ++oc)
+        for (int64_t ic = 0; ic < c.ICG; ++ic)
+          unpacked[(xi * c.OC + oc) * c.ICG + ic] = u[((xi * panels + oc / width) * c.ICG + ic) * width + oc % width];
+    u = unpacked.data();
+  }
   const float* b = in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr;
   float* y = out[0].data<float>();
   for (int64_t n = 0; n < g.N; ++n)

@@ -24,6 +24,9 @@ int64_t lanes_padded_width(const Window& g);
 
 // Winograd output tile size m (2 or 4), 0 when the weights are plain.
 int64_t winograd_m(const Node& node);
+// Nonzero: Winograd weights stored as U^T GEMM panels of this width, for GEMMs run
+// transposed (tiles as rows, output channels as columns) on images of few tiles.
+int64_t winograd_panel_width(const Node& node);
 // Nonzero: a pointwise convolution whose weights are W^T in panels of this width.
 int64_t transposed_panel_width(const Node& node);
 // Row width of zero-padded planes for the stride-1 shifted kernels (see conv_ops.cc).

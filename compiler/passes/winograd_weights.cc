@@ -1,3 +1,4 @@
+#include "compiler/ops/gemm_lowering.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/passes/passes.h"
 
@@ -61,6 +62,28 @@ void winograd_weights(Graph& graph, const ops::TargetTraits& target) {
             u.data<float>()[((alpha * i + j) * oc_count + oc) * ic_count + ic] = static_cast<float>(v);
           }
       }
+    // Few tiles per image (a 7x7 output: 16 tiles for m = 2, 4 for m = 4): the GEMMs
+    // run transposed, tiles as the tile rows and output channels as its columns, with
+    // each U^T [IC, OC] in GEMM panels [ceil(OC / width), IC, width] (the same rule as
+    // transposed convolutions: fuller tiles by more than 15%).
+    const int64_t tiles = ((y[2] + m - 1) / m) * ((y[3] + m - 1) / m);
+    const int64_t width = ops::gemm_tile_for(target.features, target.arch).nr;
+    auto fill = [](int64_t n, int64_t block) { return static_cast<double>(n) / static_cast<double>((n + block - 1) / block * block); };
+    if (width == 48 && tiles < width && fill(tiles, 8) * fill(oc_count, width) > 1.15 * fill(tiles, width)) {
+      const int64_t panels = (oc_count + width - 1) / width;
+      Tensor packed(DType::F32, {alpha * alpha, panels, ic_count, width});
+      float* dst = packed.data<float>();
+      for (int64_t xi = 0; xi < alpha * alpha; ++xi)
+        for (int64_t pn = 0; pn < panels; ++pn)
+          for (int64_t ic = 0; ic < ic_count; ++ic)
+            for (int64_t j = 0; j < width; ++j) {
+              const int64_t oc = pn * width + j;
+              *dst++ = oc < oc_count ? u.data<float>()[(xi * oc_count + oc) * ic_count + ic] : 0.0f;
+            }
+      u = std::move(packed);
+      node.attrs["winograd_panel_width"] = width;
+      node.attrs["b_cols"] = oc_count;
+    }
     node.inputs[1] = graph.add_constant(graph.unique_name(node.name + ".winograd"), std::move(u));
     node.attrs["winograd"] = int64_t{m};
     node.attrs["kernel_shape"] = std::vector<int64_t>{3, 3};

@@ -449,7 +449,8 @@ TEST(KernelTest, InvertedResidualBlocks) {
 }
 
 // Winograd F(4x4, 3x3) (small weights or big images) and F(2x2, 3x3) (big weights on
-// small images) on every x86-64 tile: odd and even outputs (partial edge
+// small images) on every x86-64 tile, with the GEMMs transposed on images of few tiles
+// where the target's tile is wide: odd and even outputs (partial edge
 // tiles), asymmetric and no padding, a batch of two, tile counts below one block, at
 // a block with a remainder, and a fused residual Add + Relu epilogue.
 TEST_P(GemmKernelTest, WinogradConv) {
@@ -464,20 +465,26 @@ TEST_P(GemmKernelTest, WinogradConv) {
   add_conv(k, {1, 17, 50, 48}, {16, 17, 3, 3}, {}, false);
   // Small images with weights too big for 36 matrices take F(2x2, 3x3).
   add_conv(k, {1, 160, 7, 9}, {192, 160, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
-  add_conv(k, {1, 176, 6, 5}, {176, 176, 3, 3}, {}, false);
+  add_conv(k, {1, 288, 6, 5}, {288, 288, 3, 3}, {}, false);  // 12 MB as 36 matrices: beyond 4 L2s of up to 3 MB
   Value* res = k.input({1, 32, 14, 14});
   Node* c = k.inner("Conv", {k.input({1, 24, 14, 14}), k.weight({32, 24, 3, 3}), k.weight({32})}, {{"pads", I{1, 1, 1, 1}}});
   Node* add = k.inner("Add", {c->outputs[0], res});
   k.output(k.inner("Relu", {add->outputs[0]})->outputs[0]);
+  const ops::TargetTraits traits = driver::target_traits(target::resolve(GetParam()));
   testing::Compiled compiled = k.run(
-      [](Graph& g) {
-        passes::winograd_weights(g);
+      [&](Graph& g) {
+        passes::winograd_weights(g, traits);
         passes::fuse_epilogues(g);
       },
       GetParam());
-  int winograd = 0;
-  for (const auto& n : k.graph().nodes()) winograd += n->attr_int("winograd", 0) != 0;
+  int winograd = 0, transposed = 0;
+  for (const auto& n : k.graph().nodes()) {
+    winograd += n->attr_int("winograd", 0) != 0;
+    transposed += n->attr_int("winograd_panel_width", 0) != 0;
+  }
   EXPECT_EQ(winograd, 11);
+  // Images of few tiles run their GEMMs transposed on the 48-wide AVX-512 tile.
+  if (ops::gemm_tile_for(traits.features).nr == 48) EXPECT_GE(transposed, 4);
   EXPECT_NE(compiled.source.code.find("f32_winograd_f2k3_input"), std::string::npos);
   EXPECT_NE(compiled.source.code.find("f32_winograd_f4k3_input"), std::string::npos);
 }

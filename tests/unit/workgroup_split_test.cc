@@ -242,8 +242,9 @@ class WorkgroupSplitTest : public ::testing::TestWithParam<std::string> {
   // As the compile pipeline orders them: weight layouts, then epilogue fusion.
   std::function<void(Graph&)> passes(bool winograd) const {
     const int64_t width = tile().nr;
-    return [width, winograd](Graph& g) {
-      if (winograd) passes::winograd_weights(g);
+    const ops::TargetTraits traits = driver::target_traits(target::resolve(GetParam()));
+    return [width, winograd, traits](Graph& g) {
+      if (winograd) passes::winograd_weights(g, traits);
       passes::pack_weights(g, width);
       passes::fuse_epilogues(g);
     };
