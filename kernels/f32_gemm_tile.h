@@ -21,10 +21,14 @@
 /* C[mr x nr] = A * B, then (optionally) + bias[row] and an activation, then stored.
  * ReLU and Clip keep NaN, as their references do (max_ps returns its second operand
  * when either is NaN, so the value goes second). */
-INGOT_INLINE void f32_gemm_tile_8x48_avx512_act(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+/* resume: the accumulators start from C's values instead of zero, so a K loop run in
+ * blocks (each block of the B panel staying in L1 while every row panel passes over
+ * it) continues the same sums: the same multiply-adds in the same order as one call
+ * over the whole K, so the same bits. */
+INGOT_INLINE void f32_gemm_tile_8x48_avx512_blk(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
                                                 ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b,
                                                 ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
-                                                const float* INGOT_RESTRICT bias, int act, float lo, float hi) {
+                                                const float* INGOT_RESTRICT bias, int act, float lo, float hi, int resume) {
   __m512 acc[8][3];
   const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
   const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : (nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u));
@@ -34,6 +38,11 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512_act(float* INGOT_RESTRICT c, ingot_i
     acc[r][0] = _mm512_setzero_ps();
     acc[r][1] = _mm512_setzero_ps();
     acc[r][2] = _mm512_setzero_ps();
+    if (resume && r < mr) {
+      acc[r][0] = _mm512_maskz_loadu_ps(m0, c + r * ldc);
+      if (nr > 16) acc[r][1] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
+      if (nr > 32) acc[r][2] = _mm512_maskz_loadu_ps(m2, c + r * ldc + 32);
+    }
   }
   for (ingot_index_t k = 0; k < K; ++k) {
     const float* bk = b + k * ldb;
@@ -69,6 +78,13 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512_act(float* INGOT_RESTRICT c, ingot_i
       if (nr > 32) _mm512_mask_storeu_ps(c + r * ldc + 32, m2, acc[r][2]);
     }
   }
+}
+
+INGOT_INLINE void f32_gemm_tile_8x48_avx512_act(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                                ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b,
+                                                ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
+                                                const float* INGOT_RESTRICT bias, int act, float lo, float hi) {
+  f32_gemm_tile_8x48_avx512_blk(c, ldc, a, lda, aks, b, ldb, K, mr, nr, bias, act, lo, hi, 0);
 }
 
 INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,

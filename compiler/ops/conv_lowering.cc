@@ -45,11 +45,21 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   loops.M = HW;
   loops.N = c.OC;
   loops.K = K;
-  loops.tile_call = [&, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
-    return fmt::format("      {kernel}(ct, {nrw}, xn + ({m0}), 1, {HW}, {w} + ({n0}) / {nrw} * {panel}, {nrw}, {K}, {mr}, {nr});\n",
-                       fmt::arg("kernel", tile.kernel), fmt::arg("nrw", width), fmt::arg("m0", m0), fmt::arg("HW", HW),
-                       fmt::arg("w", ctx.in[1]), fmt::arg("n0", n0), fmt::arg("panel", K * width),
-                       fmt::arg("K", K), fmt::arg("mr", mr), fmt::arg("nr", nr));
+  // Each row panel's C^T tile has its own rows of `ct` ([HW rounded to 8, width]), so
+  // the K loop can run in blocks over all of a column tile's row panels (the W^T block
+  // then stays in L1 for all of them) before the tiles are written back.
+  loops.k_block = gemm_k_block(K, tile, ctx.l1d_bytes);
+  const bool resumable = loops.k_block < K;
+  loops.tile_call_k = [&, width, resumable](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr,
+                                            const std::string& k0, int64_t kc, const std::string& resume, bool) {
+    const std::string args = fmt::format(
+        "ct + ({m0}) * {nrw}, {nrw}, xn + ({m0}) + ({k0}) * {HW}, 1, {HW}, {w} + ({n0}) / {nrw} * {panel} + ({k0}) * {nrw}, "
+        "{nrw}, {kc}, {mr}, {nr}",
+        fmt::arg("nrw", width), fmt::arg("m0", m0), fmt::arg("k0", k0), fmt::arg("HW", HW), fmt::arg("w", ctx.in[1]),
+        fmt::arg("n0", n0), fmt::arg("panel", K * width), fmt::arg("kc", kc), fmt::arg("mr", mr), fmt::arg("nr", nr));
+    if (resumable)
+      return fmt::format("      {}_blk({}, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f, {});\n", tile.kernel, args, resume);
+    return fmt::format("      {}({});\n", tile.kernel, args);
   };
   // Workgroups: the tiles of one axis (pixel panels or channel tiles) of each image's
   // GEMM, numbered n * units + tile.
@@ -65,7 +75,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
         "        const int64_t oc = {n0} + j;\n"
         "        float* col = yn + oc * {HW} + ({m0});\n"
         "        for (int64_t r = 0; r < {mr}; ++r) {{\n"
-        "          float v = ct[r * {nrw} + j]{bias};\n"
+        "          float v = ct[(({m0}) + r) * {nrw} + j]{bias};\n"
         "{ep}"
         "          col[r] = v;\n"
         "        }}\n"
@@ -78,10 +88,10 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   // some of the image's tiles (a part has its own scratch).
   const std::string operand =
       pointwise ? fmt::format("    const float* xn = {} + n * {};\n", ctx.in[0], g.C * g.H * g.W)
-                : fmt::format("    float* xn = {s} + {tile};\n"
+                : fmt::format("    float* xn = {s} + {ct};\n"
                               "    f32_im2col_panel(xn, {HW}, {x} + n * {CHW}, {C}, {H}, {W}, {OW}, {KH}, {KW}, {SH}, {SW}, "
                               "{PH}, {PW}, {DH}, {DW}, 0, {HW});\n",
-                              fmt::arg("s", ctx.scratch), fmt::arg("tile", 8 * width), fmt::arg("HW", HW),
+                              fmt::arg("s", ctx.scratch), fmt::arg("ct", transposed_tile_floats(g, width)), fmt::arg("HW", HW),
                               fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("C", c.ICG),
                               fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("OW", g.OW), fmt::arg("KH", g.KH),
                               fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("SW", g.SW), fmt::arg("PH", g.PH),

@@ -34,6 +34,8 @@ bool is_pointwise_geometry(const Window& g) {
 
 int64_t lanes_padded_width(const Window& g) { return g.W + g.PW + g.PW_END; }
 
+int64_t transposed_tile_floats(const Window& g, int64_t width) { return (g.OH * g.OW + 7) / 8 * 8 * width; }
+
 ConvGeometry conv_geometry(const Node& node) {
   const Shape& x = node.inputs[0]->shape;
   const Shape& w = node.inputs[1]->shape;
@@ -312,8 +314,9 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy) {
       return p.xp_floats + p.v_floats + p.m_floats + p.row_floats;
     }
     case ConvStrategy::kTransposedGemm:
-      // One C^T tile, and the image's im2col matrix [K, OH * OW] unless pointwise.
-      return 8 * transposed_panel_width(node) + (is_pointwise_geometry(g) ? 0 : c.ICG * g.KH * g.KW * g.OH * g.OW);
+      // C^T of one column tile, and the image's im2col matrix [K, OH * OW] unless pointwise.
+      return transposed_tile_floats(g, transposed_panel_width(node)) +
+             (is_pointwise_geometry(g) ? 0 : c.ICG * g.KH * g.KW * g.OH * g.OW);
     case ConvStrategy::kGemm:
       return 0;
     case ConvStrategy::kShiftedGemm:

@@ -21,6 +21,9 @@ ConvGeometry conv_geometry(const Node& node);
 bool is_pointwise_geometry(const Window& g);
 // Row width of the interleaved padded block of the depthwise lanes kernel.
 int64_t lanes_padded_width(const Window& g);
+// Floats of the transposed GEMM's C^T buffer: every row panel of one column tile,
+// [OH * OW rounded up to 8, width].
+int64_t transposed_tile_floats(const Window& g, int64_t width);
 
 // Winograd output tile size m (2 or 4), 0 when the weights are plain.
 int64_t winograd_m(const Node& node);

@@ -16,11 +16,21 @@ GemmTile gemm_tile_for(uint32_t features, uint32_t arch) {
   return {"f32_gemm_tile_4x16_portable", 4, 16};
 }
 
+int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes) {
+  if (l1d_bytes <= 0 || tile.kernel != "f32_gemm_tile_8x48_avx512") return K;
+  const int64_t fit = std::max<int64_t>(16, l1d_bytes / 2 / (tile.nr * 4) / 8 * 8);
+  if (K <= fit) return K;
+  const int64_t blocks = (K + fit - 1) / fit;
+  return ((K + blocks - 1) / blocks + 7) / 8 * 8;
+}
+
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
   const bool in_registers = !g.reg_act.empty() && !g.tile_call && t.kernel == "f32_gemm_tile_8x48_avx512";
   // Full tiles run in loops with literal sizes; the edge row panel and edge column
   // tile get their own literal sizes, so every tile call is fully specialized.
   auto tile_call = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    if (g.tile_call_k)
+      return g.tile_call_k(m0, mr, n0, nr, "0", g.K, "0", true) + (g.after_tile ? g.after_tile(m0, mr, n0, nr) : "");
     if (g.tile_call) return g.tile_call(m0, mr, n0, nr) + (g.after_tile ? g.after_tile(m0, mr, n0, nr) : "");
     std::string b = g.pack_b ? g.packed_b
                     : g.b_in_panels ? fmt::format("{} + ({}) / {} * {}", g.b, n0, t.nr, g.K * t.nr)
@@ -78,9 +88,22 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
     if (rem_n > 0) s += "  {\n" + body(std::to_string(full_n), rem_n) + "  }\n";
     return s;
   };
+  const bool blocked = g.tile_call_k && g.k_block > 0 && g.k_block < g.K;
   return column_loop([&](const std::string& n0, int64_t nr) {
-    return (g.pack_b ? g.pack_b(n0, nr) : std::string()) +
-           row_loop([&](const std::string& m0, int64_t mr) { return tile_call(m0, mr, n0, nr); });
+    std::string s = g.pack_b ? g.pack_b(n0, nr) : std::string();
+    if (!blocked) return s + row_loop([&](const std::string& m0, int64_t mr) { return tile_call(m0, mr, n0, nr); });
+    // Blocks [0, last) in a loop over every row panel, then the last (possibly shorter)
+    // block, after which each finished tile gets after_tile.
+    const int64_t last = (g.K - 1) / g.k_block * g.k_block;
+    s += fmt::format("    for (int64_t kb0 = 0; kb0 < {}; kb0 += {}) {{\n", last, g.k_block);
+    s += row_loop([&](const std::string& m0, int64_t mr) {
+      return g.tile_call_k(m0, mr, n0, nr, "kb0", g.k_block, "kb0 > 0", false);
+    });
+    s += "    }\n";
+    return s + row_loop([&](const std::string& m0, int64_t mr) {
+             return g.tile_call_k(m0, mr, n0, nr, std::to_string(last), g.K - last, "1", true) +
+                    (g.after_tile ? g.after_tile(m0, mr, n0, nr) : "");
+           });
   });
 }
 

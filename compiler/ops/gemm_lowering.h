@@ -49,6 +49,16 @@ struct GemmLoops {
   // column tile still runs pack_b (each part packs the panels it reads).
   GemmSplit split = GemmSplit::kNone;
   std::string split_lo{}, split_hi{};
+  // K in blocks of `k_block` (gemm_k_block; 0 or >= K: one block): within a column
+  // tile, each block runs over every row panel before the next block starts, so that
+  // block of the B panel stays in L1 while all of A's rows pass over it. Needs
+  // `tile_call_k`, called like tile_call plus the block: its first k (a C expression),
+  // its depth, whether the tile resumes C's sums (a C expression) and whether it is the
+  // last block (after_tile follows the last block only).
+  int64_t k_block = 0;
+  std::function<std::string(const std::string& m0, int64_t mr, const std::string& n0, int64_t nr,
+                            const std::string& k0, int64_t kc, const std::string& resume, bool last)>
+      tile_call_k{};
   // A register epilogue (register_epilogue) the default tile call applies: the
   // per-row bias pointer for rows from m0 (called with the m0 expression; "0" for
   // none) and the activation arguments. Empty `reg_act`: none.
@@ -57,6 +67,12 @@ struct GemmLoops {
 };
 
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& tile);
+
+// The K block for GEMMs of depth K on |tile| with an L1 data cache of |l1d_bytes|: a
+// block of the B panel takes about half the L1; blocks are balanced and a multiple of
+// 8 deep. K itself (one block) when it fits, the L1 is unknown (0) or the tile cannot
+// resume sums (only f32_gemm_tile_8x48_avx512 can, through its _blk form).
+int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes);
 
 
 // The axis with more independent work for an M x N GEMM on |tile|: column tiles when

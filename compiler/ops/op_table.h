@@ -59,6 +59,7 @@ struct LoweringContext {
   // lowering can pick an ISA-specific microkernel.
   uint32_t target_features = 0;
   uint32_t target_arch = 0;
+  int64_t l1d_bytes = 0;  // the target's L1 data cache (0: unknown), for K blocks
   std::string scratch{};  // float* to the step's scratch bytes, when scratch_bytes asked
   // Workgroups: a lowering whose output splits into K independent parts sets this to K
   // and emits a body that computes exactly the workgroups [wg_begin, wg_end) of K (the

@@ -28,33 +28,6 @@ bool is_constant_2d_f32(const Value* v) {
   return v->is_constant() && v->dtype == DType::F32 && v->shape.size() == 2;
 }
 
-// A convolution (one group, 2-D) over so few output pixels that vectors along them
-// would be mostly padding: computed transposed, pixels as the GEMM's rows and output
-// channels as its columns, it needs the weights as B = W^T [C*KH*KW, OC] in panels.
-//  - Pointwise (1x1, stride 1, no padding; B is the input itself): when padding the
-//    pixels to 16-float vectors wastes more than 10% (7x7 = 49 pixels fill 64 lanes).
-//  - Any other kernel (B is an im2col matrix the kernel builds in scratch): when the
-//    transposed tiles are fuller than the usual ones (pixels in |width|-wide column
-//    tiles) by more than 15%: a 4x4 or 7x7 output, not a 14x14 one; and the im2col
-//    matrix, which every column tile reads again, fits in half the L2.
-bool wants_transposed_gemm(const Node& node, int64_t width, int64_t l2_bytes) {
-  if (node.op_type != "Conv" || node.attrs.count("b_panel_width") || node.attrs.count("winograd") ||
-      !node.inputs[1]->is_constant() || node.inputs[1]->dtype != DType::F32)
-    return false;
-  const Shape& x = node.inputs[0]->shape;
-  const Shape& w = node.inputs[1]->shape;
-  if (x.size() != 4 || w.size() != 4 || node.attr_int("group", 1) != 1) return false;
-  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
-  const ops::Window g = ops::conv_geometry(node).win;
-  const int64_t pixels = g.OH * g.OW;
-  if (ops::is_pointwise_geometry(g)) return w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
-  auto fill = [](int64_t n, int64_t block) { return static_cast<double>(n) / static_cast<double>((n + block - 1) / block * block); };
-  const double usual = fill(pixels, width), transposed = fill(pixels, 8) * fill(w[0], width);
-  const int64_t im2col_bytes = 4 * w[1] * w[2] * w[3] * pixels;
-  return w[0] >= 16 && transposed > 1.15 * usual && im2col_bytes <= l2_bytes / 2;
-}
-
 // Recurrent ops (LSTM, GRU, RNN) with constant weights: W [D, G, I] becomes W^T in
 // GEMM panels [D, ceil(G / width), I, width] (attribute `w_panel_width`) for the
 // all-steps input projection, and R [D, G, H] becomes blocks of 16 hidden units with
@@ -129,6 +102,34 @@ void pack_conv_transpose(Graph& graph, Node& node) {
 }
 
 }  // namespace
+
+// A convolution (one group, 2-D) over so few output pixels that vectors along them
+// would be mostly padding: computed transposed, pixels as the GEMM's rows and output
+// channels as its columns, it needs the weights as B = W^T [C*KH*KW, OC] in panels.
+//  - Pointwise (1x1, stride 1, no padding; B is the input itself): when padding the
+//    pixels to 16-float vectors wastes more than 10% (7x7 = 49 pixels fill 64 lanes).
+//  - Any other kernel (B is an im2col matrix the kernel builds in scratch): when the
+//    transposed tiles are fuller than the usual ones (pixels in |width|-wide column
+//    tiles) by more than 15%: a 4x4 or 7x7 output, not a 14x14 one; and the im2col
+//    matrix, which every column tile reads again, fits in half the L2.
+bool wants_transposed_gemm(const Node& node, int64_t width, int64_t l2_bytes) {
+  if (node.op_type != "Conv" || node.attrs.count("b_panel_width") || node.attrs.count("winograd") ||
+      !node.inputs[1]->is_constant() || node.inputs[1]->dtype != DType::F32)
+    return false;
+  const Shape& x = node.inputs[0]->shape;
+  const Shape& w = node.inputs[1]->shape;
+  if (x.size() != 4 || w.size() != 4 || node.attr_int("group", 1) != 1) return false;
+  std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
+  const ops::Window g = ops::conv_geometry(node).win;
+  const int64_t pixels = g.OH * g.OW;
+  if (ops::is_pointwise_geometry(g)) return w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
+  auto fill = [](int64_t n, int64_t block) { return static_cast<double>(n) / static_cast<double>((n + block - 1) / block * block); };
+  const double usual = fill(pixels, width), transposed = fill(pixels, 8) * fill(w[0], width);
+  const int64_t im2col_bytes = 4 * w[1] * w[2] * w[3] * pixels;
+  return w[0] >= 16 && transposed > 1.15 * usual && im2col_bytes <= l2_bytes / 2;
+}
+
 
 // Gemm kernels read B as row-major [K, N]; a constant B stored [N, K] (transB = 1, as
 // every Linear layer exports) is transposed once here instead of at every call. With a

@@ -464,8 +464,8 @@ TEST_P(GemmKernelTest, WinogradConv) {
   add_conv(k, {1, 16, 47, 50}, {24, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
   add_conv(k, {1, 17, 50, 48}, {16, 17, 3, 3}, {}, false);
   // Small images with weights too big for 36 matrices take F(2x2, 3x3).
-  add_conv(k, {1, 160, 7, 9}, {192, 160, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
-  add_conv(k, {1, 288, 6, 5}, {288, 288, 3, 3}, {}, false);  // 12 MB as 36 matrices: beyond 4 L2s of up to 3 MB
+  add_conv(k, {1, 160, 14, 15}, {192, 160, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {1, 288, 16, 16}, {288, 288, 3, 3}, {}, false);  // 12 MB as 36 matrices: beyond 4 L2s of up to 3 MB
   Value* res = k.input({1, 32, 14, 14});
   Node* c = k.inner("Conv", {k.input({1, 24, 14, 14}), k.weight({32, 24, 3, 3}), k.weight({32})}, {{"pads", I{1, 1, 1, 1}}});
   Node* add = k.inner("Add", {c->outputs[0], res});
@@ -487,6 +487,26 @@ TEST_P(GemmKernelTest, WinogradConv) {
   if (ops::gemm_tile_for(traits.features).nr == 48) EXPECT_GE(transposed, 4);
   EXPECT_NE(compiled.source.code.find("f32_winograd_f2k3_input"), std::string::npos);
   EXPECT_NE(compiled.source.code.find("f32_winograd_f4k3_input"), std::string::npos);
+}
+
+// A 7x7 output with big weights keeps its plain weights on the 48-wide tile: 16 tiles
+// would each serve too few outputs per transformed weight streamed from memory, so
+// the layer runs as a transposed GEMM instead of Winograd.
+TEST(KernelTest, WinogradLeavesFewTilesWithBigWeights) {
+  if (!testing::host_can_run("x86_64-avx512")) GTEST_SKIP() << "this CPU cannot run x86_64-avx512 code";
+  const ops::TargetTraits traits = driver::target_traits(target::resolve("x86_64-avx512"));
+  KernelCase k(475);
+  add_conv(k, {1, 256, 7, 7}, {256, 256, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
+  k.run(
+      [&](Graph& g) {
+        passes::winograd_weights(g, traits);
+        passes::pack_weights(g, 48, traits.l2_bytes);
+      },
+      "x86_64-avx512");
+  for (const auto& n : k.graph().nodes()) {
+    EXPECT_EQ(n->attr_int("winograd", 0), 0);
+    EXPECT_EQ(n->attr_int("b_panel_width", 0), 48);
+  }
 }
 
 // Window geometry: strides, pads, dilations, auto_pad, groups (direct and GEMM paths).

@@ -282,7 +282,7 @@ TEST_P(WorkgroupSplitTest, WinogradConvolutions) {
   k.conv({1, 17, 47, 50}, {24, 17, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true);
   k.conv({1, 64, 7, 7}, {72, 64, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Add");
   k.conv({2, 16, 9, 10}, {19, 16, 3, 3}, {{"pads", I{0, 1, 2, 0}}}, true, "Relu");
-  k.conv({1, 160, 7, 9}, {192, 160, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true);
+  k.conv({1, 160, 14, 15}, {192, 160, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true);
   SplitCase::Stats s = k.run(passes(true), GetParam());
   EXPECT_EQ(s.split, 5);
   int winograd = 0;

@@ -26,6 +26,7 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
   ops::LoweringContext ctx{.node = node};
   ctx.target_features = target.features;
   ctx.target_arch = target.arch;
+  ctx.l1d_bytes = target.l1d_bytes;
   std::string prologue;
   size_t b = 0;
   auto bind = [&](const Value* v, const std::string& name, bool writable) {
