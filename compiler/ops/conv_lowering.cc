@@ -24,26 +24,28 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   const Node& node = ctx.node;
   const Window& g = c.win;
   const int64_t HW = g.OH * g.OW;
-  const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+  const std::string bias = node.input(2) ? fmt::format(" + {}[oc0 + oc]", ctx.in[2]) : "";
   auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
   ctx.epilogue_applied = true;
   const int64_t width = transposed_panel_width(node);
-  // Transposed: C^T[HW, OC] = X^T[HW, K] * W^T[K, OC], where X is the input planes
-  // themselves (pointwise, K = C) or the image's im2col matrix [K = C*KH*KW, HW] built
-  // in scratch first. Pixels are the tile's rows (read from X with a k stride of HW),
-  // output channels its columns (W^T panels); each finished tile is written back
-  // transposed with bias and epilogue.
+  // Transposed, per image and group: C^T[HW, OCG] = X^T[HW, K] * W_g^T[K, OCG], where X
+  // is the group's input planes themselves (pointwise, K = ICG) or their im2col matrix
+  // [K = ICG*KH*KW, HW] built in scratch first. Pixels are the tile's rows (read from X
+  // with a k stride of HW), output channels its columns (W_g^T panels); each finished
+  // tile is written back transposed with bias and epilogue.
   GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
   if (tile.nr != width) fail("{}: weights packed {} wide, but this target's tile is {} wide", node.describe(), width, tile.nr);
   if (ctx.scratch.empty()) fail("{}: the transposed GEMM kernel needs scratch", node.describe());
   ctx.headers.insert("f32_gemm_tile.h");
   const bool pointwise = is_pointwise_geometry(g);
   const int64_t K = c.ICG * g.KH * g.KW;
-  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}_transposed_{}_{}", g.KH, g.KW, g.SW,
-                                tile.kernel.substr(tile.kernel.rfind('_') + 1), shape_str(node.outputs[0]->shape));
+  const int64_t group_panels = (c.OCG + width - 1) / width;
+  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_transposed_{}_{}", g.KH, g.KW, g.SW,
+                                c.G > 1 ? fmt::format("_g{}", c.G) : "", tile.kernel.substr(tile.kernel.rfind('_') + 1),
+                                shape_str(node.outputs[0]->shape));
   GemmLoops loops;
   loops.M = HW;
-  loops.N = c.OC;
+  loops.N = c.OCG;
   loops.K = K;
   // Each row panel's C^T tile has its own rows of `ct` ([HW rounded to 8, width]), so
   // the K loop can run in blocks over all of a column tile's row panels (the W^T block
@@ -53,21 +55,20 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   loops.tile_call_k = [&, width, resumable](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr,
                                             const std::string& k0, int64_t kc, const std::string& resume, bool) {
     const std::string args = fmt::format(
-        "ct + ({m0}) * {nrw}, {nrw}, xn + ({m0}) + ({k0}) * {HW}, 1, {HW}, {w} + ({n0}) / {nrw} * {panel} + ({k0}) * {nrw}, "
+        "ct + ({m0}) * {nrw}, {nrw}, xn + ({m0}) + ({k0}) * {HW}, 1, {HW}, wg + ({n0}) / {nrw} * {panel} + ({k0}) * {nrw}, "
         "{nrw}, {kc}, {mr}, {nr}",
-        fmt::arg("nrw", width), fmt::arg("m0", m0), fmt::arg("k0", k0), fmt::arg("HW", HW), fmt::arg("w", ctx.in[1]),
-        fmt::arg("n0", n0), fmt::arg("panel", K * width), fmt::arg("kc", kc), fmt::arg("mr", mr), fmt::arg("nr", nr));
+        fmt::arg("nrw", width), fmt::arg("m0", m0), fmt::arg("k0", k0), fmt::arg("HW", HW), fmt::arg("n0", n0), fmt::arg("panel", K * width), fmt::arg("kc", kc), fmt::arg("mr", mr), fmt::arg("nr", nr));
     if (resumable)
       return fmt::format("      {}_blk({}, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f, {});\n", tile.kernel, args, resume);
     return fmt::format("      {}({});\n", tile.kernel, args);
   };
   // Workgroups: the tiles of one axis (pixel panels or channel tiles) of each image's
-  // GEMM, numbered n * units + tile.
-  loops.split = choose_gemm_split(HW, c.OC, tile);
+  // and group's GEMM, numbered (n * G + grp) * units + tile.
+  loops.split = choose_gemm_split(HW, c.OCG, tile);
   loops.split_lo = "lo";
   loops.split_hi = "hi";
-  const int64_t units = gemm_split_units(loops.split, HW, c.OC, tile);
-  ctx.wg_count = g.N * units;
+  const int64_t units = gemm_split_units(loops.split, HW, c.OCG, tile);
+  ctx.wg_count = g.N * c.G * units;
   if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
   loops.after_tile = [&, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
     return fmt::format(
@@ -82,15 +83,16 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
         "      }}\n",
         fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("HW", HW), fmt::arg("m0", m0), fmt::arg("mr", mr),
         fmt::arg("nrw", width), fmt::arg("bias", bias),
-        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + ({}) + r", c.OC, HW, m0))));
+        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc0 + oc) * {} + ({}) + r", c.OC, HW, m0))));
   };
-  // Not pointwise: xn is the image's im2col matrix, built by every part that computes
-  // some of the image's tiles (a part has its own scratch).
+  // Not pointwise: xn is the group's im2col matrix, built by every part that computes
+  // some of its tiles (a part has its own scratch).
   const std::string operand =
-      pointwise ? fmt::format("    const float* xn = {} + n * {};\n", ctx.in[0], g.C * g.H * g.W)
+      pointwise ? fmt::format("    const float* xn = {} + n * {} + grp * {};\n", ctx.in[0], g.C * g.H * g.W, c.ICG * g.H * g.W)
                 : fmt::format("    float* xn = {s} + {ct};\n"
-                              "    f32_im2col_panel(xn, {HW}, {x} + n * {CHW}, {C}, {H}, {W}, {OW}, {KH}, {KW}, {SH}, {SW}, "
-                              "{PH}, {PW}, {DH}, {DW}, 0, {HW});\n",
+                              "    f32_im2col_panel(xn, {HW}, {x} + n * {CHW} + grp * {ICGHW}, {C}, {H}, {W}, {OW}, {KH}, {KW}, "
+                              "{SH}, {SW}, {PH}, {PW}, {DH}, {DW}, 0, {HW});\n",
+                              fmt::arg("ICGHW", c.ICG * g.H * g.W),
                               fmt::arg("s", ctx.scratch), fmt::arg("ct", transposed_tile_floats(g, width)), fmt::arg("HW", HW),
                               fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("C", c.ICG),
                               fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("OW", g.OW), fmt::arg("KH", g.KH),
@@ -98,14 +100,19 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
                               fmt::arg("PW", g.PW), fmt::arg("DH", g.DH), fmt::arg("DW", g.DW));
   return fmt::format(
       "  float* ct = {scratch};\n"
-      "  for (int64_t n = 0; n < {N}; ++n) {{\n"
+      "  for (int64_t n = 0; n < {N}; ++n)\n"
+      "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
       "{window}"
       "{operand}"
-      "    float* yn = {y} + n * {OCHW};\n"
+      "    const int64_t oc0 = grp * {OCG};\n"
+      "    float* yn = {y} + n * {OCHW} + oc0 * {HW};\n"
+      "    const float* wg = {w} + grp * {wgroup};\n"
+      "    (void)oc0;\n"
       "{loops}"
       "  }}\n",
-      fmt::arg("operand", operand),
-      fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("n * {}", units), units, "continue;")),
+      fmt::arg("operand", operand), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("HW", HW),
+      fmt::arg("w", ctx.in[1]), fmt::arg("wgroup", group_panels * K * width),
+      fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
       fmt::arg("scratch", ctx.scratch), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W),
       fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }

@@ -60,15 +60,17 @@ ConvGeometry conv_geometry(const Node& node) {
   if (int64_t width = transposed_panel_width(node)) {
     // Weights stored transposed in panels (pack_weights): [ceil(OC / width), C * KH * KW,
     // width]; `kernel_shape` keeps KH x KW.
+    // [G * ceil(OCG / width), ICG * KH * KW, width] with groups.
     c.OC = node.attr_int("b_cols", 0);
     const std::vector<int64_t> ks = node.attr_ints("kernel_shape");
-    if (w.size() != 3 || w[2] != width || x.size() != 4 || c.G != 1 || c.OC <= 0 || w[0] != (c.OC + width - 1) / width ||
+    const bool groups_fit = c.G > 0 && c.OC > 0 && c.OC % c.G == 0;
+    c.OCG = groups_fit ? c.OC / c.G : 0;
+    if (w.size() != 3 || w[2] != width || x.size() != 4 || !groups_fit || w[0] != c.G * ((c.OCG + width - 1) / width) ||
         ks.size() != 2 || ks[0] <= 0 || ks[1] <= 0 || w[1] % (ks[0] * ks[1]) != 0)
       fail("{}: transposed weight panels {} do not fit input {}", node.describe(), shape_str(w), shape_str(x));
     c.win = window_geometry(node, x, ks, false);
     c.ICG = w[1] / (ks[0] * ks[1]);
-    c.OCG = c.OC;
-    if (x[1] != c.ICG) fail("{}: weights have {} input channels, input gives {}", node.describe(), c.ICG, x[1]);
+    if (x[1] != c.ICG * c.G) fail("{}: weights have {} input channels per group, input gives {}", node.describe(), c.ICG, x[1]);
     if (node.input(2) && node.inputs[2]->numel() != c.OC) fail("{}: bias has {} elements, expected {}", node.describe(), node.inputs[2]->numel(), c.OC);
     return c;
   }
@@ -168,11 +170,13 @@ void reference_conv(const Node& node, const std::vector<const Tensor*>& in, std:
   const float* w = in[1]->data<float>();
   std::vector<float> unpacked;
   if (int64_t width = transposed_panel_width(node)) {
-    // Back to [OC, C * KH * KW] from the transposed panels.
-    const int64_t K = c.ICG * g.KH * g.KW;
+    // Back to [OC, ICG * KH * KW] from each group's transposed panels.
+    const int64_t K = c.ICG * g.KH * g.KW, panels = (c.OCG + width - 1) / width;
     unpacked.resize(c.OC * K);
-    for (int64_t oc = 0; oc < c.OC; ++oc)
-      for (int64_t k = 0; k < K; ++k) unpacked[oc * K + k] = w[((oc / width) * K + k) * width + oc % width];
+    for (int64_t oc = 0; oc < c.OC; ++oc) {
+      const int64_t grp = oc / c.OCG, j = oc % c.OCG;
+      for (int64_t k = 0; k < K; ++k) unpacked[oc * K + k] = w[((grp * panels + j / width) * K + k) * width + j % width];
+    }
     w = unpacked.data();
   }
   const float* b = in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr;

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "compiler/ops/conv_ops.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/passes/passes.h"
@@ -103,9 +105,10 @@ void pack_conv_transpose(Graph& graph, Node& node) {
 
 }  // namespace
 
-// A convolution (one group, 2-D) over so few output pixels that vectors along them
-// would be mostly padding: computed transposed, pixels as the GEMM's rows and output
-// channels as its columns, it needs the weights as B = W^T [C*KH*KW, OC] in panels.
+// A 2-D convolution (any groups short of depthwise) over so few output pixels that
+// vectors along them would be mostly padding: computed transposed, pixels as the GEMM's
+// rows and a group's output channels as its columns, it needs each group's weights as
+// B = W_g^T [ICG*KH*KW, OCG] in panels.
 //  - Pointwise (1x1, stride 1, no padding; B is the input itself): when padding the
 //    pixels to 16-float vectors wastes more than 10% (7x7 = 49 pixels fill 64 lanes).
 //  - Any other kernel (B is an im2col matrix the kernel builds in scratch): when the
@@ -118,16 +121,19 @@ bool wants_transposed_gemm(const Node& node, int64_t width, int64_t l2_bytes) {
     return false;
   const Shape& x = node.inputs[0]->shape;
   const Shape& w = node.inputs[1]->shape;
-  if (x.size() != 4 || w.size() != 4 || node.attr_int("group", 1) != 1) return false;
+  const int64_t groups = node.attr_int("group", 1);
+  // Depthwise (one input and one output channel per group) has kernels of its own.
+  if (x.size() != 4 || w.size() != 4 || groups < 1 || w[0] % groups != 0 || (w[1] == 1 && w[0] == groups)) return false;
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
   const ops::Window g = ops::conv_geometry(node).win;
   const int64_t pixels = g.OH * g.OW;
-  if (ops::is_pointwise_geometry(g)) return w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
+  if (ops::is_pointwise_geometry(g)) return groups == 1 && w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
   auto fill = [](int64_t n, int64_t block) { return static_cast<double>(n) / static_cast<double>((n + block - 1) / block * block); };
-  const double usual = fill(pixels, width), transposed = fill(pixels, 8) * fill(w[0], width);
+  const int64_t ocg = w[0] / groups;
+  const double usual = fill(pixels, width), transposed = fill(pixels, 8) * fill(ocg, width);
   const int64_t im2col_bytes = 4 * w[1] * w[2] * w[3] * pixels;
-  return w[0] >= 16 && transposed > 1.15 * usual && im2col_bytes <= l2_bytes / 2;
+  return ocg >= 16 && transposed > 1.15 * usual && im2col_bytes <= l2_bytes / 2;
 }
 
 
@@ -154,11 +160,19 @@ void pack_weights(Graph& graph, int64_t panel_width, int64_t l2_bytes) {
     if (panel_width > 0 && wants_transposed_gemm(node, panel_width, l2_bytes)) {
       const Tensor& w = *node.inputs[1]->constant;
       const int64_t oc = w.shape[0], k = w.shape[1] * w.shape[2] * w.shape[3];
+      const int64_t groups = node.attr_int("group", 1), ocg = oc / groups, panels = (ocg + panel_width - 1) / panel_width;
       const std::vector<int64_t> kernel{w.shape[2], w.shape[3]};
-      Tensor wt(DType::F32, {k, oc});
-      for (int64_t i = 0; i < oc; ++i)
-        for (int64_t j = 0; j < k; ++j) wt.data<float>()[j * oc + i] = w.data<float>()[i * k + j];
-      node.inputs[1] = graph.add_constant(graph.unique_name(node.name + ".wt_panels"), to_panels(wt, panel_width));
+      // Each group's W_g^T [K, OCG] in panels, the groups one after another.
+      Tensor packed(DType::F32, {groups * panels, k, panel_width});
+      for (int64_t grp = 0; grp < groups; ++grp) {
+        Tensor wt(DType::F32, {k, ocg});
+        for (int64_t i = 0; i < ocg; ++i)
+          for (int64_t j = 0; j < k; ++j) wt.data<float>()[j * ocg + i] = w.data<float>()[(grp * ocg + i) * k + j];
+        const Tensor group_panels = to_panels(wt, panel_width);
+        std::copy(group_panels.data<float>(), group_panels.data<float>() + panels * k * panel_width,
+                  packed.data<float>() + grp * panels * k * panel_width);
+      }
+      node.inputs[1] = graph.add_constant(graph.unique_name(node.name + ".wt_panels"), std::move(packed));
       node.attrs["b_panel_width"] = panel_width;
       node.attrs["b_cols"] = oc;
       node.attrs["kernel_shape"] = kernel;

@@ -270,8 +270,9 @@ TEST_P(WorkgroupSplitTest, GemmConvolutions) {
   k.conv({2, 12, 15, 15}, {12, 3, 3, 3}, {{"group", int64_t{4}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}}, true);
   k.conv({2, 8, 14, 14}, {16, 8, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Add");
   k.conv({2, 12, 6, 50}, {36, 3, 1, 1}, {{"group", int64_t{4}}}, true);
+  k.conv({1, 32, 14, 14}, {96, 16, 3, 3}, {{"group", int64_t{2}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}}, true, "Relu");
   SplitCase::Stats s = k.run(passes(false), GetParam());
-  EXPECT_EQ(s.split, 13);
+  EXPECT_EQ(s.split, 14);
 }
 
 // Winograd F(4x4) and F(2x2): many tile blocks (split by block), one block on small
