@@ -133,37 +133,6 @@ INGOT_INLINE void f32_maxpool2d_plane_portable(float* INGOT_RESTRICT y, const fl
   }
 }
 
-/* Strided windows (SW > 1): for each output row, each input row its windows cover is
- * copied once into the interior of a -inf padded row buffer |rp| (Wr floats, Wr >=
- * PW + W and >= (OW - 1) * SW + (KW - 1) * DW + 1), and each tap is then a strided
- * read over that row and a max across the output columns: no bounds test per tap,
- * and the column loop vectorizes. Rows outside the plane are skipped. A NaN in the
- * window is the result, as in ONNX and torch. */
-INGOT_INLINE void f32_maxpool2d_rows(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, ingot_index_t H, ingot_index_t W,
-                                     ingot_index_t OH, ingot_index_t OW, ingot_index_t KH, ingot_index_t KW, ingot_index_t SH,
-                                     ingot_index_t SW, ingot_index_t PH, ingot_index_t PW, ingot_index_t DH, ingot_index_t DW,
-                                     float* INGOT_RESTRICT rp, ingot_index_t Wr) {
-  for (ingot_index_t i = 0; i < Wr; ++i) rp[i] = -INGOT_INFF;
-  for (ingot_index_t oh = 0; oh < OH; ++oh) {
-    float* INGOT_RESTRICT yr = y + oh * OW;
-    for (ingot_index_t ow = 0; ow < OW; ++ow) yr[ow] = -INGOT_INFF;
-    for (ingot_index_t kh = 0; kh < KH; ++kh) {
-      const ingot_index_t ih = oh * SH - PH + kh * DH;
-      if (ih < 0 || ih >= H) continue;
-      const float* INGOT_RESTRICT xr = x + ih * W;
-      for (ingot_index_t w = 0; w < W; ++w) rp[PW + w] = xr[w];
-      for (ingot_index_t kw = 0; kw < KW; ++kw) {
-        const float* INGOT_RESTRICT src = rp + kw * DW;
-        for (ingot_index_t ow = 0; ow < OW; ++ow) {
-          const float v = src[ow * SW];
-          const float m = yr[ow];
-          yr[ow] = (v > m || v != v) ? v : m;
-        }
-      }
-    }
-  }
-}
-
 /* count_include_pad: divide by the window clipped to the padded input (ONNX), else by
  * the number of real input elements in the window. */
 INGOT_INLINE void f32_avgpool2d_plane_portable(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, ingot_index_t H,

@@ -318,24 +318,6 @@ std::string lower_pool(LoweringContext& ctx) {
         fmt::arg("PW", pb[1]), fmt::arg("DH", d[0]), fmt::arg("DW", d[1]), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp));
     return body + sweep;
   }
-  // Strided max pools with rows of 16 outputs or more: per output row, each window row
-  // once into a padded row buffer on the stack (f32_maxpool2d_rows). Measured on 3x3
-  // s2 pools: 1.3x faster with 27 or 28 outputs per row, 2.5x with 56; with 14 or 7
-  // the per-output loop wins (the column loops there are shorter than one vector).
-  const int64_t Wr = std::max(in[1] + pb[1], (o[1] - 1) * s[1] + (k[1] - 1) * d[1] + 1);
-  if (is_max && s[1] > 1 && o[1] >= 16 && Wr <= 1024) {
-    ctx.kernel_name += "_rows";
-    return fmt::format(
-               "  float rp[{Wr}];\n"
-               "  for (int64_t {planes}; ++p) f32_maxpool2d_rows({y} + p * {ohw}, {x} + p * {hw}, {H}, {W}, {OH}, {OW}, "
-               "{KH}, {KW}, {SH}, {SW}, {PH}, {PW}, {DH}, {DW}, rp, {Wr});\n",
-               fmt::arg("Wr", Wr), fmt::arg("planes", planes), fmt::arg("y", ctx.out[0]), fmt::arg("ohw", ohw),
-               fmt::arg("x", ctx.in[0]), fmt::arg("hw", hw), fmt::arg("H", in[0]), fmt::arg("W", in[1]),
-               fmt::arg("OH", o[0]), fmt::arg("OW", o[1]), fmt::arg("KH", k[0]), fmt::arg("KW", k[1]),
-               fmt::arg("SH", s[0]), fmt::arg("SW", s[1]), fmt::arg("PH", pb[0]), fmt::arg("PW", pb[1]),
-               fmt::arg("DH", d[0]), fmt::arg("DW", d[1])) +
-           sweep;
-  }
   std::string call = is_max ? fmt::format(
                                   "f32_maxpool2d_plane_portable({} + p * {}, {} + p * {}, {}, {}, {}, {}, {}, {}, {}, "
                                   "{}, {}, {}, {}, {})",

@@ -698,8 +698,8 @@ TEST(KernelTest, Pools) {
   with_nan.data<float>()[81 * 4 + 7 * 40] = NAN;
   k.op("MaxPool", {k.input_tensor(with_nan)}, {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}});
   k.op("MaxPool", {k.input_tensor(with_nan)}, {{"kernel_shape", I{3, 5}}, {"strides", I{1, 2}}, {"pads", I{1, 2, 1, 2}}});
-  // Strided with 16 or more outputs per row (the row-buffer kernel): padding, ceil mode,
-  // dilation, a stride of 3, 1-D, and the NaNs.
+  // Strided with 16 or more outputs per row: padding, ceil mode, dilation, a stride of
+  // 3, 1-D, and the NaNs.
   k.op("MaxPool", {k.input_tensor(with_nan)}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}});
   k.op("MaxPool", {k.input_tensor(with_nan)},
        {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"dilations", I{2, 2}}, {"ceil_mode", int64_t{1}}});
