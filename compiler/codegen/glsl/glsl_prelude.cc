@@ -77,6 +77,13 @@ float ingot_erff(float x) {
   float r = ax < 0.84375 ? small : big;
   return isnan(x) ? x : r;
 }
+float ingot_geluf(float x) {
+  float z = abs(x) * 0.707106781;
+  float t = 1.0 / (1.0 + 0.5 * z);
+  float poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  float half_erfc = 0.5 * t * ingot_expf(-z * z + poly);
+  return x * (x < 0.0 ? half_erfc : 1.0 - half_erfc);
+}
 float ingot_powf(float a, float b) {
   if (b == 2.0) return a * a;
   if (b == 1.0) return a;
