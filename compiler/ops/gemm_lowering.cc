@@ -49,44 +49,35 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
     return s;
   };
   using TileBody = std::function<std::string(const std::string& index, int64_t size)>;
-  // Row panels: full panels in a loop, the edge panel on its own; with a row split only
-  // the panels [lo, hi).
-  auto row_loop = [&](const TileBody& body) {
+  // Tiles of |step| along an axis of |extent| (`var` counts them, `end` bounds them):
+  // full tiles in a loop, the edge tile on its own; when the workgroups split this
+  // axis, only the tiles [lo, hi).
+  auto axis_loop = [&](int64_t extent, int64_t step, bool split, const std::string& var, const std::string& end,
+                       const std::string& indent, const TileBody& body) {
     std::string s;
-    int64_t full = g.M / t.mr * t.mr, rem = g.M - full;
-    if (g.split == GemmSplit::kRows) {
+    const int64_t full = extent / step * step, rem = extent - full;
+    if (split) {
       if (full > 0)
-        s += fmt::format("    for (int64_t m0 = ({lo}) * {mr}, m1 = ({hi}) < {fp} ? ({hi}) * {mr} : {full}; m0 < m1; m0 += {mr}) {{\n",
-                         fmt::arg("lo", g.split_lo), fmt::arg("hi", g.split_hi), fmt::arg("mr", t.mr),
-                         fmt::arg("fp", full / t.mr), fmt::arg("full", full)) +
-             body("m0", t.mr) + "    }\n";
+        s += fmt::format("{i}for (int64_t {v} = ({lo}) * {st}, {e} = ({hi}) < {ft} ? ({hi}) * {st} : {full}; {v} < {e}; {v} += {st}) {{\n",
+                         fmt::arg("i", indent), fmt::arg("v", var), fmt::arg("e", end), fmt::arg("lo", g.split_lo),
+                         fmt::arg("hi", g.split_hi), fmt::arg("st", step), fmt::arg("ft", full / step), fmt::arg("full", full)) +
+             body(var, step) + indent + "}\n";
       if (rem > 0)
-        s += fmt::format("    if (({hi}) > {fp}) {{\n", fmt::arg("hi", g.split_hi), fmt::arg("fp", full / t.mr)) +
-             body(std::to_string(full), rem) + "    }\n";
+        s += fmt::format("{}if (({}) > {}) {{\n", indent, g.split_hi, full / step) + body(std::to_string(full), rem) + indent + "}\n";
       return s;
     }
-    if (full > 0) s += fmt::format("    for (int64_t m0 = 0; m0 < {}; m0 += {}) {{\n", full, t.mr) + body("m0", t.mr) + "    }\n";
-    if (rem > 0) s += "    {\n" + body(std::to_string(full), rem) + "    }\n";
+    if (full > 0)
+      s += fmt::format("{i}for (int64_t {v} = 0; {v} < {full}; {v} += {st}) {{\n", fmt::arg("i", indent), fmt::arg("v", var),
+                       fmt::arg("full", full), fmt::arg("st", step)) +
+           body(var, step) + indent + "}\n";
+    if (rem > 0) s += indent + "{\n" + body(std::to_string(full), rem) + indent + "}\n";
     return s;
   };
-  // Column tiles, the same way.
+  auto row_loop = [&](const TileBody& body) {
+    return axis_loop(g.M, t.mr, g.split == GemmSplit::kRows, "m0", "m1", "    ", body);
+  };
   auto column_loop = [&](const TileBody& body) {
-    std::string s;
-    int64_t full_n = g.N / t.nr * t.nr, rem_n = g.N - full_n;
-    if (g.split == GemmSplit::kColumns) {
-      if (full_n > 0)
-        s += fmt::format("  for (int64_t n0 = ({lo}) * {nr}, n1 = ({hi}) < {ft} ? ({hi}) * {nr} : {full}; n0 < n1; n0 += {nr}) {{\n",
-                         fmt::arg("lo", g.split_lo), fmt::arg("hi", g.split_hi), fmt::arg("nr", t.nr),
-                         fmt::arg("ft", full_n / t.nr), fmt::arg("full", full_n)) +
-             body("n0", t.nr) + "  }\n";
-      if (rem_n > 0)
-        s += fmt::format("  if (({hi}) > {ft}) {{\n", fmt::arg("hi", g.split_hi), fmt::arg("ft", full_n / t.nr)) +
-             body(std::to_string(full_n), rem_n) + "  }\n";
-      return s;
-    }
-    if (full_n > 0) s += fmt::format("  for (int64_t n0 = 0; n0 < {}; n0 += {}) {{\n", full_n, t.nr) + body("n0", t.nr) + "  }\n";
-    if (rem_n > 0) s += "  {\n" + body(std::to_string(full_n), rem_n) + "  }\n";
-    return s;
+    return axis_loop(g.N, t.nr, g.split == GemmSplit::kColumns, "n0", "n1", "  ", body);
   };
   const bool blocked = g.tile_call_k && g.k_block > 0 && g.k_block < g.K;
   return column_loop([&](const std::string& n0, int64_t nr) {
