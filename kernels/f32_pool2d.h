@@ -4,6 +4,52 @@
 
 #include "ingot_kernel_common.h"
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+/* x[0], x[S], ..., x[S * (n - 1)] in the first n lanes (n <= 16, S = 1 or 2), the
+ * rest zero. Masked loads read nothing past x[S * (n - 1)], so a window at the end of
+ * the last row never reads past the plane. Stride 2 is two loads and one lane
+ * permute: the strided columns of a stride-2 pool, which a compiler will not vectorize
+ * well on its own (the per-output loop ran at 1-2 cycles per tap). */
+INGOT_INLINE __m512 f32_pool_load_strided_avx512(const float* INGOT_RESTRICT x, ingot_index_t S, ingot_index_t n) {
+  if (S == 1) return _mm512_maskz_loadu_ps(n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u), x);
+  const ingot_index_t span = 2 * n - 1;
+  const __mmask16 ma = span >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << span) - 1u);
+  const __mmask16 mb = span <= 16 ? (__mmask16)0 : (__mmask16)((1u << (span - 16)) - 1u);
+  const __m512 a = _mm512_maskz_loadu_ps(ma, x);
+  const __m512 b = mb ? _mm512_maskz_loadu_ps(mb, x + 16) : _mm512_setzero_ps();
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  return _mm512_permutex2var_ps(a, even, b);
+}
+
+/* Output columns [lo, hi) of row oh, whose windows lie inside the row (no column
+ * bounds tests), 16 outputs per vector, stride SW of 1 or 2. Max (is_max, for planes
+ * without NaN: max_ps drops a NaN accumulator) or the average's sum in the scalar
+ * loop's order (rows, then taps; the same bits) divided by |count|. */
+INGOT_INLINE void f32_pool2d_row_avx512(float* INGOT_RESTRICT yr, const float* INGOT_RESTRICT x, ingot_index_t oh,
+                                        ingot_index_t lo, ingot_index_t hi, ingot_index_t H, ingot_index_t W,
+                                        ingot_index_t KH, ingot_index_t KW, ingot_index_t SH, ingot_index_t SW,
+                                        ingot_index_t PH, ingot_index_t PW, ingot_index_t DH, ingot_index_t DW, int is_max,
+                                        float count) {
+  for (ingot_index_t ow = lo; ow < hi; ow += 16) {
+    const ingot_index_t n = hi - ow < 16 ? hi - ow : 16;
+    __m512 acc = is_max ? _mm512_set1_ps(-INGOT_INFF) : _mm512_setzero_ps();
+    for (ingot_index_t kh = 0; kh < KH; ++kh) {
+      const ingot_index_t ih = oh * SH - PH + kh * DH;
+      if (ih < 0 || ih >= H) continue;
+      const float* INGOT_RESTRICT xr = x + ih * W + ow * SW - PW;
+      for (ingot_index_t kw = 0; kw < KW; ++kw) {
+        const __m512 v = f32_pool_load_strided_avx512(xr + kw * DW, SW, n);
+        acc = is_max ? _mm512_max_ps(v, acc) : _mm512_add_ps(acc, v);
+      }
+    }
+    if (!is_max) acc = _mm512_div_ps(acc, _mm512_set1_ps(count));
+    _mm512_mask_storeu_ps(yr + ow, n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u), acc);
+  }
+}
+#endif
+
 /* Small planes (padded plane within 4096 floats): the plane is copied once into a
  * -inf padded buffer on the stack, every tap is then a flat shift over it (one long
  * vector loop per tap, no bounds tests), computing the window maximum at every padded
@@ -75,12 +121,24 @@ INGOT_INLINE void f32_maxpool2d_plane_portable(float* INGOT_RESTRICT y, const fl
   if (lo > OW) lo = OW;
   if (hi > OW) hi = OW;
   if (hi < lo) hi = lo;
-  /* Strided columns read one element in SW per tap: there the per-output loop below
-   * (taps unrolled, vectorized across outputs) measured 2-3x faster. */
-  if (SW > 1) lo = hi = 0;
   /* One vector pass finds whether the plane holds a NaN at all. */
   int has_nan = 0;
   for (ingot_index_t i = 0; i < H * W; ++i) has_nan |= x[i] != x[i];
+#if defined(__AVX512F__)
+  /* Stride 2 without NaN: the interior columns as vectors of 16 outputs, rows apart. */
+  if (SW == 2 && !has_nan) {
+    for (ingot_index_t oh = 0; oh < OH; ++oh) {
+      float* INGOT_RESTRICT yr = y + oh * OW;
+      f32_pool2d_row_avx512(yr, x, oh, lo, hi, H, W, KH, KW, SH, SW, PH, PW, DH, DW, 1, 0.0f);
+      f32_maxpool2d_columns(yr, x, oh, 0, lo, H, W, KH, KW, SH, SW, PH, PW, DH, DW, 0);
+      f32_maxpool2d_columns(yr, x, oh, hi, OW, H, W, KH, KW, SH, SW, PH, PW, DH, DW, 0);
+    }
+    return;
+  }
+#endif
+  /* Strided columns read one element in SW per tap: there the per-output loop below
+   * (taps unrolled, vectorized across outputs) measured 2-3x faster. */
+  if (SW > 1) lo = hi = 0;
   /* Stride 1 with the output as wide as the input: the rows whose window lies inside
    * the plane are one flat run, each tap a shifted max over it (long vector loops
    * instead of short ones per row); the run's wrapped edge columns are junk that the
@@ -134,34 +192,70 @@ INGOT_INLINE void f32_maxpool2d_plane_portable(float* INGOT_RESTRICT y, const fl
 }
 
 /* count_include_pad: divide by the window clipped to the padded input (ONNX), else by
- * the number of real input elements in the window. */
+ * the number of real input elements in the window. Output columns [ow0, ow1) of row
+ * oh, one output at a time with every tap bounds-tested. */
+INGOT_INLINE void f32_avgpool2d_columns(float* INGOT_RESTRICT yr, const float* INGOT_RESTRICT x, ingot_index_t oh,
+                                        ingot_index_t ow0, ingot_index_t ow1, ingot_index_t H, ingot_index_t W,
+                                        ingot_index_t KH, ingot_index_t KW, ingot_index_t SH, ingot_index_t SW,
+                                        ingot_index_t PH, ingot_index_t PW, ingot_index_t PH_END, ingot_index_t PW_END,
+                                        int count_include_pad) {
+  for (ingot_index_t ow = ow0; ow < ow1; ++ow) {
+    float sum = 0.0f;
+    ingot_index_t count = 0;
+    const ingot_index_t h0 = oh * SH - PH, w0 = ow * SW - PW;
+    for (ingot_index_t kh = 0; kh < KH; ++kh) {
+      const ingot_index_t ih = h0 + kh;
+      if (ih < 0 || ih >= H) continue;
+      for (ingot_index_t kw = 0; kw < KW; ++kw) {
+        const ingot_index_t iw = w0 + kw;
+        if (iw < 0 || iw >= W) continue;
+        sum += x[ih * W + iw];
+        ++count;
+      }
+    }
+    if (count_include_pad) {
+      ingot_index_t h_end = h0 + KH, w_end = w0 + KW;
+      if (h_end > H + PH_END) h_end = H + PH_END;
+      if (w_end > W + PW_END) w_end = W + PW_END;
+      count = (h_end - h0) * (w_end - w0);
+    }
+    yr[ow] = count ? sum / (float)count : 0.0f;
+  }
+}
+
 INGOT_INLINE void f32_avgpool2d_plane_portable(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, ingot_index_t H,
                                                ingot_index_t W, ingot_index_t OH, ingot_index_t OW, ingot_index_t KH, ingot_index_t KW,
                                                ingot_index_t SH, ingot_index_t SW, ingot_index_t PH, ingot_index_t PW, ingot_index_t PH_END,
                                                ingot_index_t PW_END, int count_include_pad) {
+  /* Columns whose window lies inside the row ([lo, hi)) go 16 at a time where the
+   * target has AVX-512 and the stride is 1 or 2; their count is the same along the
+   * row (the window's rows times KW), so it is found once per row. */
+  ingot_index_t lo = 0, hi = 0;
+#if defined(__AVX512F__)
+  if (SW <= 2) {
+    lo = (PW + SW - 1) / SW;
+    hi = W - KW + PW >= 0 ? (W - KW + PW) / SW + 1 : 0;
+    if (lo > OW) lo = OW;
+    if (hi > OW) hi = OW;
+    if (hi < lo) hi = lo;
+  }
+#endif
   for (ingot_index_t oh = 0; oh < OH; ++oh) {
-    for (ingot_index_t ow = 0; ow < OW; ++ow) {
-      float sum = 0.0f;
-      ingot_index_t count = 0;
-      const ingot_index_t h0 = oh * SH - PH, w0 = ow * SW - PW;
-      for (ingot_index_t kh = 0; kh < KH; ++kh) {
-        const ingot_index_t ih = h0 + kh;
-        if (ih < 0 || ih >= H) continue;
-        for (ingot_index_t kw = 0; kw < KW; ++kw) {
-          const ingot_index_t iw = w0 + kw;
-          if (iw < 0 || iw >= W) continue;
-          sum += x[ih * W + iw];
-          ++count;
-        }
-      }
-      if (count_include_pad) {
-        ingot_index_t h_end = h0 + KH, w_end = w0 + KW;
-        if (h_end > H + PH_END) h_end = H + PH_END;
-        if (w_end > W + PW_END) w_end = W + PW_END;
-        count = (h_end - h0) * (w_end - w0);
-      }
-      y[oh * OW + ow] = count ? sum / (float)count : 0.0f;
+    float* INGOT_RESTRICT yr = y + oh * OW;
+#if defined(__AVX512F__)
+    if (lo < hi) {
+      const ingot_index_t h0 = oh * SH - PH;
+      ingot_index_t rows = 0;
+      for (ingot_index_t kh = 0; kh < KH; ++kh) rows += h0 + kh >= 0 && h0 + kh < H;
+      if (count_include_pad) rows = (h0 + KH > H + PH_END ? H + PH_END : h0 + KH) - h0;
+      if (rows > 0)
+        f32_pool2d_row_avx512(yr, x, oh, lo, hi, H, W, KH, KW, SH, SW, PH, PW, 1, 1, 0, (float)(rows * KW));
+      else
+        for (ingot_index_t ow = lo; ow < hi; ++ow) yr[ow] = 0.0f;
     }
+#endif
+    f32_avgpool2d_columns(yr, x, oh, 0, lo, H, W, KH, KW, SH, SW, PH, PW, PH_END, PW_END, count_include_pad);
+    f32_avgpool2d_columns(yr, x, oh, hi, OW, H, W, KH, KW, SH, SW, PH, PW, PH_END, PW_END, count_include_pad);
   }
 }
 

@@ -708,6 +708,14 @@ TEST(KernelTest, Pools) {
   k.op("MaxPool", {k.input({1, 3, 7, 70})},
        {{"kernel_shape", I{2, 4}}, {"strides", I{2, 3}}, {"pads", I{0, 1, 1, 2}}, {"ceil_mode", int64_t{1}}});
   k.op("MaxPool", {k.input({1, 3, 50})}, {{"kernel_shape", I{3}}, {"strides", I{2}}});
+  // Stride 2 over rows of 16 and more outputs without NaN (the vector interior): odd
+  // and even widths, kernels 2 to 5, padding and ceil mode.
+  for (int64_t w : {32, 33, 34, 67}) {
+    k.op("MaxPool", {k.input({1, 2, 9, w})}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}});
+    k.op("MaxPool", {k.input({1, 2, 9, w})}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"ceil_mode", int64_t{1}}});
+    k.op("MaxPool", {k.input({1, 2, 9, w})}, {{"kernel_shape", I{2, 2}}, {"strides", I{2, 2}}});
+    k.op("MaxPool", {k.input({1, 2, 9, w})}, {{"kernel_shape", I{5, 5}}, {"strides", I{2, 2}}, {"pads", I{2, 2, 2, 2}}});
+  }
   for (int64_t inc : {0, 1}) {
     k.op("AveragePool", {k.input(x)},
          {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", inc}});
@@ -718,6 +726,17 @@ TEST(KernelTest, Pools) {
           {"count_include_pad", inc}});
     k.op("AveragePool", {k.input(x)},
          {{"kernel_shape", I{5, 5}}, {"pads", I{2, 2, 2, 2}}, {"count_include_pad", inc}});
+    // Rows of 16 or more outputs (the vector interior), stride 1 and 2, padded rows
+    // whose windows hold fewer input rows, and ceil mode's clipped last column.
+    const Shape wide = {1, 3, 9, 70};
+    k.op("AveragePool", {k.input(wide)},
+         {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", inc}});
+    k.op("AveragePool", {k.input(wide)},
+         {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", inc}});
+    k.op("AveragePool", {k.input({1, 2, 8, 69})},
+         {{"kernel_shape", I{2, 2}}, {"strides", I{2, 2}}, {"ceil_mode", int64_t{1}}, {"count_include_pad", inc}});
+    k.op("AveragePool", {k.input(wide)},
+         {{"kernel_shape", I{2, 5}}, {"strides", I{1, 2}}, {"pads", I{1, 2, 0, 2}}, {"count_include_pad", inc}});
   }
   k.op("AveragePool", {k.input({2, 3, 10})}, {{"kernel_shape", I{4}}, {"strides", I{3}}, {"pads", I{1, 1}}});
   k.op("GlobalAveragePool", {k.input({2, 7, 11, 13})});
