@@ -161,7 +161,7 @@ void compile(const CompileOptions& options) {
   const memory::ScopedArenaGuard arena_guard(options.arena_guard);
   schedule::Plan plan = schedule::order_steps(*graph);
   auto t2 = Clock::now();
-  codegen::CSource source = codegen::generate_c(plan, target);
+  codegen::CSource source = codegen::generate_c(plan, target, options.workers);
   auto t3 = Clock::now();
   schedule::partition_workers(plan, source.step_workgroups, options.workers, cost_model(target));
   if (options.workers > 1 && plan.worker_count == 1) {

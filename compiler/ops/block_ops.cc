@@ -156,9 +156,13 @@ BlockPlan block_plan(const BlockGeometry& g, bool expand, int64_t l2_bytes, int6
   // so they stay there.
   int64_t per_row = g.E * ((expand ? g.S * g.W : 0) + g.OW);
   const int64_t budget_floats = std::max<int64_t>(l2_bytes, 64 * 1024) / 4 * 5 / 8;
-  p.OB = std::clamp<int64_t>(budget_floats / std::max<int64_t>(per_row, 1), 1, g.OH);
-  // At least |min_bands| bands (workgroups) when there are rows enough.
-  if (min_bands > 1) p.OB = std::min(p.OB, std::max<int64_t>(1, (g.OH + min_bands - 1) / min_bands));
+  const int64_t fit = std::clamp<int64_t>(budget_floats / std::max<int64_t>(per_row, 1), 1, g.OH);
+  // Bands of equal height: the workers split a block by band count, so 112 rows as
+  // 50 + 50 + 12 gave one worker nine tenths of the work. With |min_bands| (the
+  // worker count) the count is a multiple of it, when there are rows enough.
+  int64_t bands = (g.OH + fit - 1) / fit;
+  if (min_bands > 1) bands = std::min(g.OH, (bands + min_bands - 1) / min_bands * min_bands);
+  p.OB = (g.OH + bands - 1) / bands;
   p.RB = (p.OB - 1) * g.S + 3;
   p.Wp = g.W + 1;  // rows share their one-column zero gap (see conv_ops' shared_pad_width)
   p.Wq = (p.Wp + 1) / 2 + 2;

@@ -64,7 +64,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   };
   // Workgroups: the tiles of one axis (pixel panels or channel tiles) of each image's
   // and group's GEMM, numbered (n * G + grp) * units + tile.
-  loops.split = choose_gemm_split(HW, c.OCG, tile);
+  loops.split = choose_gemm_split(HW, c.OCG, tile, ctx.workers);
   loops.split_lo = "lo";
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, HW, c.OCG, tile);
@@ -345,7 +345,7 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
   loops.after_tile = padded_width_store(ctx, c, Wp);
   // Workgroups as in lower_conv_gemm; each part pads the planes of every group it
   // touches itself (the copy is repeated per part, a small cost beside the GEMM).
-  loops.split = choose_gemm_split(c.OCG, Np, tile);
+  loops.split = choose_gemm_split(c.OCG, Np, tile, ctx.workers);
   loops.split_lo = "lo";
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, c.OCG, Np, tile);
@@ -404,7 +404,7 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
   loops.after_tile = padded_width_store(ctx, c, p.Wq);
   // Workgroups as in lower_conv_gemm; each part builds the phase planes of every group
   // it touches itself (the copy is repeated per part, a small cost beside the GEMM).
-  loops.split = choose_gemm_split(c.OCG, p.Np, tile);
+  loops.split = choose_gemm_split(c.OCG, p.Np, tile, ctx.workers);
   loops.split_lo = "lo";
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, c.OCG, p.Np, tile);
@@ -481,7 +481,7 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
   }
   // Workgroups: the tiles of one axis (choose_gemm_split) of each image's and group's
   // GEMM, numbered (n * G + grp) * units + tile.
-  loops.split = choose_gemm_split(c.OCG, HW, tile);
+  loops.split = choose_gemm_split(c.OCG, HW, tile, ctx.workers);
   loops.split_lo = "lo";
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, c.OCG, HW, tile);

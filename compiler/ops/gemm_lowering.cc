@@ -98,9 +98,39 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
   });
 }
 
-GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& t) {
+namespace {
+
+// The largest part's share of the work over the mean part's, when |units| tiles (each
+// |width| wide, the last one |extent| mod |width|) go to |workers| contiguous parts by
+// count, as partition_workers splits them. A tile costs its width plus |fixed| (what
+// a narrow tile still pays: the other operand's loads).
+double split_imbalance(int64_t extent, int64_t width, uint32_t workers, double fixed) {
+  const int64_t units = (extent + width - 1) / width;
+  if (units < static_cast<int64_t>(workers)) return static_cast<double>(workers) / static_cast<double>(std::max<int64_t>(units, 1));
+  auto cost = [&](int64_t u) { return static_cast<double>(std::min(width, extent - u * width)) + fixed; };
+  double total = 0, largest = 0;
+  for (int64_t u = 0; u < units; ++u) total += cost(u);
+  for (uint32_t w = 0; w < workers; ++w) {
+    double part = 0;
+    for (int64_t u = units * w / workers; u < units * (w + 1) / workers; ++u) part += cost(u);
+    largest = std::max(largest, part);
+  }
+  return largest / (total / workers);
+}
+
+}  // namespace
+
+GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& t, uint32_t workers) {
   const int64_t columns = (N + t.nr - 1) / t.nr, rows = (M + t.mr - 1) / t.mr;
-  return N / t.nr >= 4 || columns >= rows ? GemmSplit::kColumns : GemmSplit::kRows;
+  const GemmSplit usual = N / t.nr >= 4 || columns >= rows ? GemmSplit::kColumns : GemmSplit::kRows;
+  if (workers <= 1) return usual;
+  // A narrow column tile still runs every row's broadcasts; a short row panel still
+  // loads its B vectors: about a third of a full tile's work either way.
+  const double by_columns = split_imbalance(N, t.nr, workers, t.nr / 3.0);
+  const double by_rows = split_imbalance(M, t.mr, workers, t.mr / 3.0);
+  if (by_columns < by_rows - 0.03) return GemmSplit::kColumns;
+  if (by_rows < by_columns - 0.03) return GemmSplit::kRows;
+  return usual;
 }
 
 int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& t) {

@@ -168,7 +168,7 @@ std::string lower_gemm(LoweringContext& ctx) {
     ctx.kernel_name = fmt::format("f32_gemm_{}x{}x{}{}_{}", g.M, g.K, g.N, g.trans_a ? "_ta" : "",
                                   tile.kernel.substr(tile.kernel.rfind('_') + 1));
     // Workgroups: the tiles of one axis (choose_gemm_split).
-    loops.split = choose_gemm_split(g.M, g.N, tile);
+    loops.split = choose_gemm_split(g.M, g.N, tile, ctx.workers);
     loops.split_lo = "lo";
     loops.split_hi = "hi";
     const int64_t units = gemm_split_units(loops.split, g.M, g.N, tile);
@@ -292,7 +292,7 @@ std::string lower_matmul(LoweringContext& ctx) {
   }
   // Workgroups: the tiles of one axis (choose_gemm_split) of each batch's GEMM,
   // numbered bi * units + tile.
-  loops.split = choose_gemm_split(g.M, g.N, tile);
+  loops.split = choose_gemm_split(g.M, g.N, tile, ctx.workers);
   loops.split_lo = "lo";
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, g.M, g.N, tile);

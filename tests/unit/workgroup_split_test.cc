@@ -255,6 +255,21 @@ class WorkgroupSplitTest : public ::testing::TestWithParam<std::string> {
 // 7x7 (transposed), 3x3 stride 1 on 56x56 and 7x7 (shifted planes on AVX-512, im2col
 // elsewhere; row panels on 7x7), strided (phase planes / im2col), a stem, 1x1 stride 2,
 // groups, batch 2, odd channel counts, fused ReLU and residual Add.
+// The split axis for a plan on several workers: the one whose tiles divide evenly.
+TEST(GemmSplitTest, BalancesTheAxisOverWorkers) {
+  const ops::GemmTile t{"f32_gemm_tile_8x48_avx512", 8, 48};
+  // 196 columns (14x14): four full tiles and a 4-wide one, 3 + 2 tiles on two workers;
+  // 96 or 576 rows are 12 or 72 panels, 6 + 6 or 36 + 36.
+  EXPECT_EQ(ops::choose_gemm_split(96, 196, t, 1), ops::GemmSplit::kColumns);
+  EXPECT_EQ(ops::choose_gemm_split(96, 196, t, 2), ops::GemmSplit::kRows);
+  EXPECT_EQ(ops::choose_gemm_split(576, 196, t, 2), ops::GemmSplit::kRows);
+  // Columns that divide evenly stay columns; so do rows too few to share.
+  EXPECT_EQ(ops::choose_gemm_split(64, 3136, t, 2), ops::GemmSplit::kColumns);
+  EXPECT_EQ(ops::choose_gemm_split(8, 196, t, 2), ops::GemmSplit::kColumns);
+  // Three workers: 12 panels split 4 + 4 + 4; 5 column tiles cannot.
+  EXPECT_EQ(ops::choose_gemm_split(96, 196, t, 3), ops::GemmSplit::kRows);
+}
+
 TEST_P(WorkgroupSplitTest, GemmConvolutions) {
   SplitCase k(900);
   k.conv({1, 16, 56, 56}, {24, 16, 1, 1}, {}, true, "Relu");

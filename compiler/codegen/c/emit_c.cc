@@ -20,13 +20,15 @@ struct Body {
   int64_t workgroups = 1;
 };
 
-Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target, std::set<std::string>& headers) {
+Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target, uint32_t workers,
+                   std::set<std::string>& headers) {
   const Node& node = *step.node;
   const ops::OpDef* def = ops::find_op(node.op_type);
   ops::LoweringContext ctx{.node = node};
   ctx.target_features = target.features;
   ctx.target_arch = target.arch;
   ctx.l1d_bytes = target.l1d_bytes;
+  ctx.workers = workers;
   std::string prologue;
   size_t b = 0;
   auto bind = [&](const Value* v, const std::string& name, bool writable) {
@@ -146,7 +148,7 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
 
 }  // namespace
 
-CSource generate_c(const schedule::Plan& plan, const target::Target& target) {
+CSource generate_c(const schedule::Plan& plan, const target::Target& target, uint32_t workers) {
   CSource src;
   src.headers.insert("ingot_kernel_common.h");
   std::map<std::string, int> by_body;  // identical bodies share one kernel
@@ -157,7 +159,7 @@ CSource generate_c(const schedule::Plan& plan, const target::Target& target) {
       src.step_workgroups.push_back(1);
       continue;
     }
-    Body body = emit_dispatch(step, target, src.headers);
+    Body body = emit_dispatch(step, target, workers, src.headers);
     auto [it, fresh] = by_body.try_emplace(body.text, static_cast<int>(src.kernel_symbols.size()));
     if (fresh) {
       std::string symbol = fmt::format("ingot_kernel_{}", src.kernel_symbols.size());

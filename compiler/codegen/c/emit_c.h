@@ -23,6 +23,6 @@ struct CSource {
   std::vector<int64_t> step_workgroups;
 };
 
-CSource generate_c(const schedule::Plan& plan, const target::Target& target);
+CSource generate_c(const schedule::Plan& plan, const target::Target& target, uint32_t workers = 1);
 
 }  // namespace ingot::codegen
