@@ -47,6 +47,7 @@ schedule::CostModel cost_model(const target::Target& t) {
   if (t.features & INGOT_FEATURE_AVX512F) m.gflops = 80;
   else if (t.features & INGOT_FEATURE_AVX2) m.gflops = 30;
   else m.gflops = 4;
+  m.depthwise_gflops = m.gflops / 5;
   return m;
 }
 

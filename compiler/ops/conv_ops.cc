@@ -299,6 +299,11 @@ ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) 
   return ConvStrategy::kIm2colGemm;
 }
 
+bool is_depthwise_strategy(ConvStrategy s) {
+  return s == ConvStrategy::kDepthwiseLanes || s == ConvStrategy::kDepthwiseShifted || s == ConvStrategy::kDepthwiseStride2 ||
+         s == ConvStrategy::kDepthwisePlane;
+}
+
 ConvStrategy conv_strategy(const Node& node) {
   const std::string name = node.attr_string("strategy", "");
   if (name.empty()) return choose_conv_strategy(node, TargetTraits{});

@@ -61,6 +61,8 @@ enum class ConvStrategy {
   kDepthwisePlane,       // depthwise, any other stride: row-vectorized plane kernel
 };
 const char* conv_strategy_name(ConvStrategy s);
+// The depthwise strategies (one input channel per output channel).
+bool is_depthwise_strategy(ConvStrategy s);
 // The strategy for |node| on |target|.
 ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target);
 // The recorded strategy (attribute `strategy`); a node that never went through the

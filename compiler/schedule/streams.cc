@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compiler/ir/error.h"
+#include "compiler/ops/conv_ops.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/schedule/plan.h"
 
@@ -259,8 +260,13 @@ uint64_t step_bytes(const PlanStep& step) {
 
 double step_cost_us(const Plan& plan, size_t s, const CostModel& cost) {
   const PlanStep& step = plan.steps[s];
-  const double flops = step.kind == INGOT_STEP_DISPATCH && step.node ? static_cast<double>(ops::node_flops(*step.node)) : 0;
-  return cost.step_us + flops / (cost.gflops * 1e3) + static_cast<double>(step_bytes(step)) / (cost.gbytes_per_s * 1e3);
+  const bool dispatch = step.kind == INGOT_STEP_DISPATCH && step.node;
+  const double flops = dispatch ? static_cast<double>(ops::node_flops(*step.node)) : 0;
+  // Depthwise kernels run at a fraction of the GEMM rate: costed at the GEMM rate, a
+  // 7x7 plane of 960 channels (67 us) looked too small to split.
+  const bool depthwise = dispatch && step.node->op_type == "Conv" && ops::is_depthwise_strategy(ops::conv_strategy(*step.node));
+  const double gflops = depthwise ? cost.depthwise_gflops : cost.gflops;
+  return cost.step_us + flops / (gflops * 1e3) + static_cast<double>(step_bytes(step)) / (cost.gbytes_per_s * 1e3);
 }
 
 void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint32_t workers, const CostModel& cost) {

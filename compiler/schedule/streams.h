@@ -78,6 +78,7 @@ std::vector<std::string> verify_syncs(const std::vector<Task>& tasks, const Stre
 // What the cost model knows of the target: rates one core sustains.
 struct CostModel {
   double gflops = 60;         // sustained FLOP rate of one core on GEMM-like kernels
+  double depthwise_gflops = 15;  // the same on depthwise convolutions (few FLOPs per byte)
   double gbytes_per_s = 20;   // bytes moved per second by one core
   double step_us = 0.2;       // fixed cost of a step
   double sync_us = 2.0;       // a wait that crosses workers (cache lines moved, skew)
