@@ -19,6 +19,10 @@ void choose_strategies(Graph& graph, const ops::TargetTraits& target) {
     if (node.op_type != "Conv") continue;
     node.attrs.erase("strategy");  // a graph compiled again, for another target
     node.attrs["strategy"] = std::string(ops::conv_strategy_name(ops::choose_conv_strategy(node, target)));
+    // Winograd's tile blocks are its workgroups too: for several workers, blocks of
+    // equal size (winograd_plan).
+    if (target.workers > 1) node.attrs["workers"] = static_cast<int64_t>(target.workers);
+    else node.attrs.erase("workers");
   }
 }
 
