@@ -161,7 +161,7 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
   // GEMMs and the output transform for its channels only.
   const int64_t blocks = (p.T + p.TB - 1) / p.TB;
   // (Transposed: over its output channels' column tiles.)
-  const int64_t panels = g.N * blocks >= 4 ? 1 : transposed ? oc_tiles : (c.OC + tile.mr - 1) / tile.mr;
+  const int64_t panels = g.N * blocks >= 4 && ctx.workers <= 1 ? 1 : transposed ? oc_tiles : (c.OC + tile.mr - 1) / tile.mr;
   const int64_t oc_step = transposed ? tile.nr : tile.mr;
   ctx.wg_count = std::max<int64_t>(1, g.N * blocks * panels);
   const std::string oc_range =
