@@ -79,7 +79,7 @@ void compile_device(const CompileOptions& options, const target::Target& target,
   pipeline.run(*graph, pass_options, std::cout);
 
   auto t1 = Clock::now();
-  schedule::Plan plan = schedule::build_plan(*graph, /*with_scratch=*/false);
+  schedule::Plan plan = schedule::build_plan(*graph, /*with_scratch=*/false, /*concat_in_place=*/false);
   schedule::insert_barriers(plan);
   if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "plan", ms_since(t1) * 1000);
   if (wants_dump(options, "plan")) fmt::print("// ----- plan -----\n{}", schedule::print_plan(plan));

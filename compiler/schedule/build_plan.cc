@@ -40,11 +40,60 @@ const Value* alias_root(const Value* v) {
   return v;
 }
 
+// Concats written in place: when every dimension before the axis is 1, each input is
+// one contiguous run of the output, so the dispatch that produces it can write there
+// and the copy disappears (Inception and SqueezeNet blocks end in one). Each input
+// must be the only output of a dispatch (not an alias, constant or graph input or
+// output) and have no other use, and the Concat must have no fused epilogue. Returns the views and the Concats they replace.
+std::set<const Node*> in_place_concats(const Graph& graph, std::map<const Value*, View>& views) {
+  std::set<const Node*> concats;
+  for (auto& owned : graph.nodes()) {
+    const Node& node = *owned;
+    // A fused epilogue (DenseNet's BatchNorm + ReLU after each Concat) makes it compute.
+    if (node.op_type != "Concat" || node.outputs.size() != 1 || node.inputs.empty() || !node.epilogue.empty()) continue;
+    const Value* out = node.outputs[0];
+    const int64_t rank = static_cast<int64_t>(out->shape.size());
+    int64_t axis = node.attr_int("axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) continue;
+    bool contiguous = true;
+    for (int64_t d = 0; d < axis; ++d) contiguous &= out->shape[d] == 1;
+    std::set<const Value*> seen;
+    for (const Value* in : node.inputs) {
+      const ops::OpDef* def = in && in->producer ? ops::find_op(in->producer->op_type) : nullptr;
+      contiguous = contiguous && def && !def->is_alias && def->lower && in->producer->outputs.size() == 1 &&
+                   !in->is_constant() && !graph.is_graph_input(in) && !graph.is_graph_output(in) &&
+                   in->dtype == out->dtype && seen.insert(in).second && graph.users(in).size() == 1;
+    }
+    if (!contiguous) continue;
+    uint64_t offset = 0;
+    for (const Value* in : node.inputs) {
+      views[in] = View{out, offset};
+      offset += in->byte_size();
+    }
+    concats.insert(&node);
+  }
+  return concats;
+}
+
 }  // namespace
 
-Plan order_steps(const Graph& graph, bool with_scratch) {
+std::pair<const Value*, uint64_t> storage_root(const Plan& plan, const Value* v) {
+  uint64_t offset = 0;
+  for (;;) {
+    v = alias_root(v);
+    auto it = plan.views.find(v);
+    if (it == plan.views.end()) return {v, offset};
+    offset += it->second.offset;
+    v = it->second.whole;
+  }
+}
+
+Plan order_steps(const Graph& graph, bool with_scratch, bool concat_in_place) {
   Plan plan;
-  auto root_of = alias_root;
+  auto root_of = [&plan](const Value* v) { return storage_root(plan, v).first; };
+  const std::set<const Node*> concats = concat_in_place ? in_place_concats(graph, plan.views) : std::set<const Node*>{};
+  plan.in_place_concats = concats.size();
 
   for (auto& owned : graph.nodes()) {
     const Node& node = *owned;
@@ -54,6 +103,7 @@ Plan order_steps(const Graph& graph, bool with_scratch) {
       ++plan.alias_count;
       continue;
     }
+    if (concats.count(&node)) continue;
     if (!def->lower) {
       std::string why = "it must be known at compile time, but its inputs are computed at run time";
       fail("{}: cannot run at run time ({})", node.describe(), why);
@@ -116,7 +166,7 @@ Plan order_steps(const Graph& graph, bool with_scratch) {
 }
 
 void place_storage(Plan& plan, const Graph& graph) {
-  auto root_of = alias_root;
+  auto root_of = [&plan](const Value* v) { return storage_root(plan, v).first; };
   // A split step's scratch holds one 64-byte aligned slice per part.
   for (PlanStep& step : plan.steps) {
     if (!step.scratch) continue;
@@ -169,18 +219,25 @@ void place_storage(Plan& plan, const Graph& graph) {
     }
   plan.constants.resize(align_up(plan.constants.size()));
 
-  // Every bound value (including aliases) resolves to its root's storage.
+  // Every bound value (including aliases and views) resolves to its root's storage,
+  // a view at its offset there.
+  auto resolved = [&](const Value* v) {
+    auto [root, offset] = storage_root(plan, v);
+    Storage st = plan.storage.at(root);
+    st.offset += offset;
+    return st;
+  };
   for (const PlanStep& step : plan.steps)
     for (size_t b = 0; b < step.bindings.size(); ++b) {
       if (step.kind == INGOT_STEP_COPY && b == 1) continue;
-      plan.storage[step.bindings[b]] = plan.storage.at(root_of(step.bindings[b]));
+      plan.storage[step.bindings[b]] = resolved(step.bindings[b]);
     }
   for (const Value* out : graph.outputs)
-    if (!plan.storage.count(out)) plan.storage[out] = plan.storage.at(root_of(out));
+    if (!plan.storage.count(out)) plan.storage[out] = resolved(out);
 }
 
-Plan build_plan(const Graph& graph, bool with_scratch) {
-  Plan plan = order_steps(graph, with_scratch);
+Plan build_plan(const Graph& graph, bool with_scratch, bool concat_in_place) {
+  Plan plan = order_steps(graph, with_scratch, concat_in_place);
   place_storage(plan, graph);
   place_plan_syncs(plan);
   return plan;
@@ -196,9 +253,10 @@ std::string print_plan(const Plan& plan) {
     }
     return "?";
   };
-  std::string s = fmt::format("plan: {} steps, {} aliases, arena {} bytes (no reuse {}, lower bound {}), constants {} bytes\n",
-                              plan.steps.size(), plan.alias_count, plan.arena_bytes, plan.arena_no_reuse_bytes,
-                              plan.arena_lower_bound_bytes, plan.constants.size());
+  std::string s = fmt::format("plan: {} steps, {} aliases, {} concats in place, arena {} bytes (no reuse {}, lower bound {}), "
+                              "constants {} bytes\n",
+                              plan.steps.size(), plan.alias_count, plan.in_place_concats, plan.arena_bytes,
+                              plan.arena_no_reuse_bytes, plan.arena_lower_bound_bytes, plan.constants.size());
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& st = plan.steps[i];
     std::vector<std::string> b;

@@ -51,6 +51,13 @@ struct ArenaValue {
   int first_step, last_step;
 };
 
+// A value stored inside another: a Concat input written in place, at |offset| bytes
+// into the Concat's output.
+struct View {
+  const Value* whole;
+  uint64_t offset;
+};
+
 struct Plan {
   std::vector<PlanStep> steps;
   std::map<const Value*, Storage> storage;  // every bound value (aliases resolved)
@@ -60,6 +67,10 @@ struct Plan {
   uint64_t arena_lower_bound_bytes = 0;
   std::vector<uint8_t> constants;           // packed, each tensor 64-byte aligned
   size_t alias_count = 0;
+  // Concat inputs produced straight into their slice of the output (order_steps): the
+  // Concat itself runs no step.
+  std::map<const Value*, View> views;
+  size_t in_place_concats = 0;
   // Synthetic values standing for per-step scratch buffers.
   std::vector<std::unique_ptr<Value>> scratch_values;
   // Workers and sync points (streams.h): tasks are the steps' parts in global order.
@@ -73,14 +84,19 @@ struct Plan {
 // outputs straight to the caller's buffers where possible. No storage yet.
 // |with_scratch|: give dispatches the arena scratch their C lowering asks for (device
 // kernels need none).
-Plan order_steps(const Graph& graph, bool with_scratch = true);
+// |concat_in_place|: Concats whose slices are contiguous and whose inputs are each one
+// dispatch's only output, used nowhere else, cost no step (views; not for device
+// targets, whose buffer offsets need an alignment the slices may not have).
+Plan order_steps(const Graph& graph, bool with_scratch = true, bool concat_in_place = true);
 
 // Plans the arena (every part of a split step gets its own scratch slice) and places
 // constants: plan.storage.
 void place_storage(Plan& plan, const Graph& graph);
 
 // order_steps + place_storage + sync placement, everything on one worker.
-Plan build_plan(const Graph& graph, bool with_scratch = true);
+Plan build_plan(const Graph& graph, bool with_scratch = true, bool concat_in_place = true);
+// The value that owns |v|'s bytes, through aliases and views, and |v|'s byte offset in it.
+std::pair<const Value*, uint64_t> storage_root(const Plan& plan, const Value* v);
 
 // Human-readable summary (used by --dump-after=plan and tests).
 std::string print_plan(const Plan& plan);

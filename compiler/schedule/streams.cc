@@ -280,6 +280,18 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
     if (step.kind == INGOT_STEP_DISPATCH)
       for (const Value* v : step.node->outputs) producer[v] = s;
   }
+  // A Concat written in place is ready when the last of its inputs' producers is.
+  for (const auto& [in, view] : plan.views) {
+    auto it = producer.find(in);
+    if (it == producer.end()) continue;
+    for (const Value* whole = view.whole;;) {
+      size_t& p = producer[whole];
+      p = std::max(p, it->second);
+      auto up = plan.views.find(whole);
+      if (up == plan.views.end()) break;
+      whole = up->second.whole;
+    }
+  }
   auto whole = [&](size_t s, uint32_t w, double start, double c) {
     plan.steps[s].parts = {StepPart{w, 0, static_cast<uint32_t>(plan.steps[s].workgroups), 0, start, start + c}};
   };

@@ -699,6 +699,83 @@ TEST(BuildPlanTest, AliasesTakeNoStepAndShareStorage) {
   EXPECT_EQ(plan.storage.at(x).base, INGOT_BASE_INPUT);
 }
 
+// Concats whose inputs can be produced straight into their slices take no step; the
+// rest (an input used elsewhere, a fused epilogue, slices that are not contiguous)
+// still copy. Results match the reference either way.
+TEST(BuildPlanTest, ConcatInPlaceWhereSlicesAreContiguous) {
+  Graph g;
+  g.opset = 13;
+  Value* x = add_input(g, "x", {1, 3, 5, 6});
+  Node* a = add_op(g, "Relu", {x}, {}, 13, 1, "a");
+  Node* b = add_op(g, "Sigmoid", {x}, {}, 13, 1, "b");
+  Node* cat = add_op(g, "Concat", {a->outputs[0], b->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "cat");
+  Node* tail = add_op(g, "Tanh", {cat->outputs[0]}, {}, 13, 1, "tail");
+  // Inputs used elsewhere too: a copy.
+  Node* c = add_op(g, "Neg", {x}, {}, 13, 1, "c");
+  Node* shared = add_op(g, "Concat", {c->outputs[0], tail->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "shared");
+  Node* use_c = add_op(g, "Abs", {c->outputs[0]}, {}, 13, 1, "use_c");
+  // Axis 2 with 3 channels before it: each input is three runs of the output, a copy.
+  Node* d = add_op(g, "Exp", {x}, {}, 13, 1, "d");
+  Node* e = add_op(g, "Floor", {x}, {}, 13, 1, "e");
+  Node* rows = add_op(g, "Concat", {d->outputs[0], e->outputs[0]}, {{"axis", int64_t{2}}}, 13, 1, "rows");
+  // A nested Concat in place inside another, written into the graph output.
+  Node* f = add_op(g, "Abs", {x}, {}, 13, 1, "f");
+  Node* h = add_op(g, "Ceil", {x}, {}, 13, 1, "h");
+  Node* inner = add_op(g, "Concat", {f->outputs[0], h->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "inner");
+  Node* k = add_op(g, "Neg", {x}, {}, 13, 1, "k");
+  Node* outer = add_op(g, "Concat", {k->outputs[0], inner->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "outer");
+  g.outputs = {shared->outputs[0], use_c->outputs[0], rows->outputs[0], outer->outputs[0]};
+
+  schedule::Plan plan = schedule::build_plan(g);
+  std::set<std::string> labels;
+  for (const schedule::PlanStep& step : plan.steps) labels.insert(step.label);
+  EXPECT_EQ(plan.in_place_concats, 3u);
+  EXPECT_FALSE(labels.count("cat"));
+  EXPECT_FALSE(labels.count("inner"));
+  EXPECT_FALSE(labels.count("outer"));
+  EXPECT_TRUE(labels.count("shared"));
+  EXPECT_TRUE(labels.count("rows"));
+  // The second input sits one input's bytes after the first, in the same buffer.
+  const schedule::Storage& sa = plan.storage.at(a->outputs[0]);
+  const schedule::Storage& sb = plan.storage.at(b->outputs[0]);
+  EXPECT_EQ(sb.base, sa.base);
+  EXPECT_EQ(sb.offset, sa.offset + a->outputs[0]->byte_size());
+  // Nested: k, then f and h, all inside graph output 3.
+  const schedule::Storage& sk = plan.storage.at(k->outputs[0]);
+  const schedule::Storage& sh = plan.storage.at(h->outputs[0]);
+  EXPECT_EQ(sk.base, INGOT_BASE_OUTPUT);
+  EXPECT_EQ(sk.index, 3u);
+  EXPECT_EQ(sh.base, INGOT_BASE_OUTPUT);
+  EXPECT_EQ(sh.offset, 2 * x->byte_size());
+
+  Tensor in = testing::random_f32({1, 3, 5, 6}, 41);
+  std::map<const Value*, Tensor> want = testing::evaluate_graph(g, {in});
+  std::vector<Tensor> got = testing::compile_and_run(g, {in});
+  ASSERT_EQ(got.size(), g.outputs.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(testing::tensors_near(got[i], want.at(g.outputs[i]), testing::Tolerance::magnitude(1e-5))) << "output " << i;
+}
+
+// A Concat with a fused epilogue computes (DenseNet's BatchNorm + ReLU): never a view.
+TEST(BuildPlanTest, ConcatWithEpilogueIsAStep) {
+  Graph g;
+  g.opset = 13;
+  Value* x = add_input(g, "x", {1, 2, 4, 4});
+  Node* a = add_op(g, "Neg", {x}, {}, 13, 1, "a");
+  Node* b = add_op(g, "Abs", {x}, {}, 13, 1, "b");
+  Node* cat = add_op(g, "Concat", {a->outputs[0], b->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "cat");
+  Node* relu = add_op(g, "Relu", {cat->outputs[0]}, {}, 13, 1, "relu");
+  g.outputs = {relu->outputs[0]};
+  Tensor in = testing::random_f32({1, 2, 4, 4}, 42);
+  const Tensor want = testing::evaluate_graph(g, {in}).at(g.outputs[0]);
+  passes::fuse_epilogues(g);
+  ASSERT_EQ(cat->epilogue.size(), 1u);
+  schedule::Plan plan = schedule::build_plan(g);
+  EXPECT_EQ(plan.in_place_concats, 0u);
+  std::vector<Tensor> got = testing::compile_and_run(g, {in});
+  EXPECT_TRUE(testing::tensors_near(got[0], want, testing::Tolerance::magnitude(1e-5)));
+}
+
 TEST(BuildPlanTest, OutputsThatAreInputsConstantsOrRepeatsAreCopied) {
   Graph g;
   Value* x = add_input(g, "x", {4});
