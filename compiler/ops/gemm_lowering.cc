@@ -106,7 +106,8 @@ namespace {
 // a narrow tile still pays: the other operand's loads).
 double split_imbalance(int64_t extent, int64_t width, uint32_t workers, double fixed) {
   const int64_t units = (extent + width - 1) / width;
-  if (units < static_cast<int64_t>(workers)) return static_cast<double>(workers) / static_cast<double>(std::max<int64_t>(units, 1));
+  if (units < static_cast<int64_t>(workers))
+    return static_cast<double>(workers) / static_cast<double>(std::max<int64_t>(units, 1));
   auto cost = [&](int64_t u) { return static_cast<double>(std::min(width, extent - u * width)) + fixed; };
   double total = 0, largest = 0;
   for (int64_t u = 0; u < units; ++u) total += cost(u);

@@ -44,7 +44,8 @@ const Value* alias_root(const Value* v) {
 // one contiguous run of the output, so the dispatch that produces it can write there
 // and the copy disappears (Inception and SqueezeNet blocks end in one). Each input
 // must be the only output of a dispatch (not an alias, constant or graph input or
-// output) and have no other use, and the Concat must have no fused epilogue. Returns the views and the Concats they replace.
+// output) and have no other use, and the Concat must have no fused epilogue. Returns
+// the Concats replaced; |views| gets their inputs.
 std::set<const Node*> in_place_concats(const Graph& graph, std::map<const Value*, View>& views) {
   std::set<const Node*> concats;
   for (auto& owned : graph.nodes()) {
