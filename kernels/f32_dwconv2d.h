@@ -66,8 +66,7 @@ INGOT_INLINE void f32_dwconv_store_rows_avx512(float* INGOT_RESTRICT y, const fl
     const __mmask16 inside = n - q >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - q)) - 1u);
     const __mmask16 real = inside & _mm512_cmplt_epi32_mask(cols, ow);
     __m512 v = _mm512_add_ps(_mm512_loadu_ps(yp + q), _mm512_set1_ps(bias));
-    if (act == INGOT_TILE_ACT_RELU) v = _mm512_max_ps(_mm512_setzero_ps(), v);
-    if (act == INGOT_TILE_ACT_CLIP) v = _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), v));
+    v = ingot_tile_act_avx512(v, act, lo, hi);
     const unsigned count = (unsigned)__builtin_popcount((unsigned)real);
     _mm512_mask_storeu_ps(y + row * OW + (c0 < OW ? c0 : OW), (__mmask16)((1u << count) - 1u), _mm512_maskz_compress_ps(real, v));
   }

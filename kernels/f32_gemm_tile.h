@@ -18,9 +18,9 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
-/* C[mr x nr] = A * B, then (optionally) + bias[row] and an activation, then stored.
- * ReLU and Clip keep NaN, as their references do (max_ps returns its second operand
- * when either is NaN, so the value goes second). */
+/* C[mr x nr] = A * B, then (optionally) + bias[row], + a residual tile |res| (same
+ * row stride as C; an Add fused into the GEMM) and an activation, then stored: the
+ * epilogue's order, so the same values as applying it in a second pass. */
 /* resume: the accumulators start from C's values instead of zero, so a K loop run in
  * blocks (each block of the B panel staying in L1 while every row panel passes over
  * it) continues the same sums: the same multiply-adds in the same order as one call
@@ -28,7 +28,8 @@
 INGOT_INLINE void f32_gemm_tile_8x48_avx512_blk(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
                                                 ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b,
                                                 ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
-                                                const float* INGOT_RESTRICT bias, int act, float lo, float hi, int resume) {
+                                                const float* INGOT_RESTRICT bias, const float* res, int act, float lo,
+                                                float hi, int resume) {
   __m512 acc[8][3];
   const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
   const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : (nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u));
@@ -66,12 +67,10 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512_blk(float* INGOT_RESTRICT c, ingot_i
     if (r < mr) {
 #pragma GCC unroll 3
       for (int v = 0; v < 3; ++v) {
+        if (v > 0 && nr <= 16 * v) continue;
         if (bias) acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_set1_ps(bias[r]));
-        if (act == INGOT_TILE_ACT_RELU) acc[r][v] = _mm512_max_ps(_mm512_setzero_ps(), acc[r][v]);
-        if (act == INGOT_TILE_ACT_CLIP) {
-          acc[r][v] = _mm512_max_ps(_mm512_set1_ps(lo), acc[r][v]);
-          acc[r][v] = _mm512_min_ps(_mm512_set1_ps(hi), acc[r][v]);
-        }
+        if (res) acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(v == 0 ? m0 : (v == 1 ? m1 : m2), res + r * ldc + 16 * v));
+        acc[r][v] = ingot_tile_act_avx512(acc[r][v], act, lo, hi);
       }
       _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
       if (nr > 16) _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
@@ -83,14 +82,33 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512_blk(float* INGOT_RESTRICT c, ingot_i
 INGOT_INLINE void f32_gemm_tile_8x48_avx512_act(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
                                                 ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b,
                                                 ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
-                                                const float* INGOT_RESTRICT bias, int act, float lo, float hi) {
-  f32_gemm_tile_8x48_avx512_blk(c, ldc, a, lda, aks, b, ldb, K, mr, nr, bias, act, lo, hi, 0);
+                                                const float* INGOT_RESTRICT bias, const float* res, int act, float lo,
+                                                float hi) {
+  f32_gemm_tile_8x48_avx512_blk(c, ldc, a, lda, aks, b, ldb, K, mr, nr, bias, res, act, lo, hi, 0);
+}
+
+/* Bias and activation in place over a finished tile t[mr x nr] (row stride ldt), for
+ * lowerings whose tiles pass through scratch before their store (padded-width planes,
+ * transposed tiles): + row_bias[r] per row or + col_bias[j] per column (either may be
+ * 0), then the activation, 16 columns per vector. The epilogue's order, so the same
+ * values as applying it during the store. */
+INGOT_INLINE void f32_tile_bias_act_avx512(float* INGOT_RESTRICT t, ingot_index_t ldt, ingot_index_t mr, ingot_index_t nr,
+                                           const float* row_bias, const float* col_bias, int act, float lo, float hi) {
+  for (ingot_index_t r = 0; r < mr; ++r) {
+    for (ingot_index_t j = 0; j < nr; j += 16) {
+      const __mmask16 m = nr - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nr - j)) - 1u);
+      __m512 v = _mm512_maskz_loadu_ps(m, t + r * ldt + j);
+      if (row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(row_bias[r]));
+      if (col_bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, col_bias + j));
+      _mm512_mask_storeu_ps(t + r * ldt + j, m, ingot_tile_act_avx512(v, act, lo, hi));
+    }
+  }
 }
 
 INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
                                             ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b, ingot_index_t ldb, ingot_index_t K,
                                             ingot_index_t mr, ingot_index_t nr) {
-  f32_gemm_tile_8x48_avx512_act(c, ldc, a, lda, aks, b, ldb, K, mr, nr, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f);
+  f32_gemm_tile_8x48_avx512_act(c, ldc, a, lda, aks, b, ldb, K, mr, nr, 0, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f);
 }
 #endif
 

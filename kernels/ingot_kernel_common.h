@@ -24,8 +24,17 @@ typedef int32_t ingot_index_t;
 #define INGOT_NANF (__builtin_nanf(""))
 
 /* Activation a vector kernel applies to its results in registers (GEMM tiles,
- * depthwise stores): none, ReLU or Clip to [lo, hi] (NaN stays NaN in both). */
-enum { INGOT_TILE_ACT_NONE = 0, INGOT_TILE_ACT_RELU = 1, INGOT_TILE_ACT_CLIP = 2 };
+ * depthwise stores): none, ReLU, Clip to [lo, hi] (NaN stays NaN in both), and the
+ * smooth gates SiLU, Sigmoid and HardSwish (the formulas of ingot_siluf,
+ * ingot_sigmoidf and ingot_hardswish). */
+enum {
+  INGOT_TILE_ACT_NONE = 0,
+  INGOT_TILE_ACT_RELU = 1,
+  INGOT_TILE_ACT_CLIP = 2,
+  INGOT_TILE_ACT_SILU = 3,
+  INGOT_TILE_ACT_SIGMOID = 4,
+  INGOT_TILE_ACT_HARDSWISH = 5
+};
 #define INGOT_RESTRICT __restrict__
 
 INGOT_INLINE float ingot_relu(float x) { return x < 0.0f ? 0.0f : x; }
@@ -112,6 +121,63 @@ INGOT_INLINE float ingot_expf(float x) {
 
 INGOT_INLINE float ingot_sigmoidf(float x) { return 1.0f / (1.0f + ingot_expf(-x)); }
 INGOT_INLINE float ingot_siluf(float x) { return x / (1.0f + ingot_expf(-x)); }
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+/* ingot_expf on 16 lanes, without the selects at the ends: the same clamps, reduction
+ * and polynomial, so lanes above the clamp give exp(88.72) (finite) instead of
+ * infinity, lanes below it a denormal instead of 0, NaN lanes a number. 2^k comes
+ * from scalef, which rounds once where the scalar form's two factors may round twice
+ * (they differ only for results in the denormal range). */
+INGOT_INLINE __m512 ingot_expf_avx512_clamped(__m512 x) {
+  const __m512 hi = _mm512_set1_ps(88.7228317f), lo = _mm512_set1_ps(-103.9f);
+  const __m512 xc = _mm512_max_ps(_mm512_min_ps(x, hi), lo);
+  const __m512 round = _mm512_set1_ps(12582912.0f);
+  const __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504f), round), round);
+  const __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(1.42860677e-6f), _mm512_fnmadd_ps(kf, _mm512_set1_ps(0.693145752f), xc));
+  __m512 p = _mm512_fmadd_ps(r, _mm512_set1_ps(0.00138888834f), _mm512_set1_ps(0.00833345205f));
+  p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(0.0416666418f));
+  p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(0.166666672f));
+  p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, kf);
+}
+
+/* ingot_expf on 16 lanes, ends included: infinity above the clamp, 0 below, NaN kept. */
+INGOT_INLINE __m512 ingot_expf_avx512(__m512 x) {
+  const __m512 hi = _mm512_set1_ps(88.7228317f), lo = _mm512_set1_ps(-103.9f);
+  __m512 y = ingot_expf_avx512_clamped(x);
+  y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), y, _mm512_set1_ps(INGOT_INFF));
+  y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), y, _mm512_setzero_ps());
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+}
+
+/* An INGOT_TILE_ACT_* activation on 16 lanes, by the scalar formulas (ReLU and Clip
+ * keep NaN: max/min return their second operand when either is NaN, so the value
+ * goes second). |act| is a literal at every call site, so the branches fold away.
+ * SiLU and Sigmoid take exp without its end selects (a third of its work): past the
+ * clamp, 1 + exp(-v) is huge but finite and the quotient still rounds to within a
+ * few 1e-37 of the scalar result; SiLU's NaN comes through its numerator, Sigmoid's
+ * gets a select. */
+INGOT_INLINE __m512 ingot_tile_act_avx512(__m512 v, int act, float lo, float hi) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  if (act == INGOT_TILE_ACT_RELU) return _mm512_max_ps(_mm512_setzero_ps(), v);
+  if (act == INGOT_TILE_ACT_CLIP) return _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), v));
+  if (act == INGOT_TILE_ACT_SILU || act == INGOT_TILE_ACT_SIGMOID) {
+    const __m512 minus_v = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), _mm512_set1_epi32((int)0x80000000u)));
+    const __m512 denominator = _mm512_add_ps(one, ingot_expf_avx512_clamped(minus_v));
+    if (act == INGOT_TILE_ACT_SILU) return _mm512_div_ps(v, denominator);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_div_ps(one, denominator), v);
+  }
+  if (act == INGOT_TILE_ACT_HARDSWISH) {
+    const __m512 gate = _mm512_fmadd_ps(v, _mm512_set1_ps(1.0f / 6.0f), _mm512_set1_ps(0.5f));
+    return _mm512_mul_ps(v, _mm512_min_ps(one, _mm512_max_ps(_mm512_setzero_ps(), gate)));
+  }
+  return v;
+}
+#endif
 
 /* tanh: odd series for |x| < 0.55 (relative accuracy near 0), 1 - 2/(exp(2|x|)+1)
  * above; both computed and selected, so it vectorizes. */

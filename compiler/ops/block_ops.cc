@@ -230,7 +230,7 @@ std::string lower_block(LoweringContext& ctx) {
       std::string t;
       if (in_registers) {
         t += fmt::format("          f32_gemm_tile_8x48_avx512_act(yb + ({m0}) * {OHW} + n0, {OHW}, {wp} + ({m0}) * {E}, {E}, 1, "
-                         "db + n0, {ldb}, {E}, {mr}, {nr}, {bp} + ({m0}), {act});\n",
+                         "db + n0, {ldb}, {E}, {mr}, {nr}, {bp} + ({m0}), 0, {act});\n",
                          fmt::arg("m0", m0), fmt::arg("OHW", OHW), fmt::arg("wp", wp), fmt::arg("E", g.E),
                          fmt::arg("ldb", p.OB * g.OW), fmt::arg("mr", mr), fmt::arg("nr", nr), fmt::arg("bp", bp),
                          fmt::arg("act", in_registers->args));
@@ -274,7 +274,7 @@ std::string lower_block(LoweringContext& ctx) {
     auto call = [&](const std::string& m0, int64_t mr) {
       return fmt::format(
           "          f32_gemm_tile_8x48_avx512_act(eb + ({m0}) * {ldc} + keep * {W} + n0, {ldc}, {we} + ({m0}) * {K}, {K}, 1, "
-          "{b}, {ldb}, {K}, {mr}, {nr}, {be} + ({m0}), {act});\n",
+          "{b}, {ldb}, {K}, {mr}, {nr}, {be} + ({m0}), 0, {act});\n",
           fmt::arg("m0", m0), fmt::arg("ldc", p.RB * g.W), fmt::arg("W", g.W), fmt::arg("we", we), fmt::arg("K", K),
           fmt::arg("b", im2col ? std::string("pn") : fmt::format("{} + h_new * {} + n0", x, g.W)),
           fmt::arg("ldb", im2col ? 48 : HW), fmt::arg("mr", mr), fmt::arg("nr", nr), fmt::arg("be", be),

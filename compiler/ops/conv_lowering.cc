@@ -59,7 +59,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
         "{nrw}, {kc}, {mr}, {nr}",
         fmt::arg("nrw", width), fmt::arg("m0", m0), fmt::arg("k0", k0), fmt::arg("HW", HW), fmt::arg("n0", n0), fmt::arg("panel", K * width), fmt::arg("kc", kc), fmt::arg("mr", mr), fmt::arg("nr", nr));
     if (resumable)
-      return fmt::format("      {}_blk({}, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f, {});\n", tile.kernel, args, resume);
+      return fmt::format("      {}_blk({}, 0, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f, {});\n", tile.kernel, args, resume);
     return fmt::format("      {}({});\n", tile.kernel, args);
   };
   // Workgroups: the tiles of one axis (pixel panels or channel tiles) of each image's
@@ -70,8 +70,18 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   const int64_t units = gemm_split_units(loops.split, HW, c.OCG, tile);
   ctx.wg_count = g.N * c.G * units;
   if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
+  // Bias (per column here) and an activation-only epilogue run on the tile in scratch,
+  // 16 channels per vector (f32_tile_bias_act_avx512); the transposed store then copies.
+  std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile);
   loops.after_tile = [&, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
-    return fmt::format(
+    std::string in_place, bias_term = bias, ep = epilogue(fmt::format("(n * {} + oc0 + oc) * {} + ({}) + r", c.OC, HW, m0));
+    if (in_registers && (!bias_term.empty() || !ep.empty())) {
+      in_place = fmt::format("      f32_tile_bias_act_avx512(ct + ({}) * {}, {}, {}, {}, 0, {}, {});\n", m0, width, width, mr, nr,
+                             node.input(2) ? fmt::format("{} + oc0 + ({})", ctx.in[2], n0) : "0", in_registers->args);
+      bias_term.clear();
+      ep.clear();
+    }
+    return in_place + fmt::format(
         "      for (int64_t j = 0; j < {nr}; ++j) {{\n"
         "        const int64_t oc = {n0} + j;\n"
         "        float* col = yn + oc * {HW} + ({m0});\n"
@@ -82,8 +92,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
         "        }}\n"
         "      }}\n",
         fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("HW", HW), fmt::arg("m0", m0), fmt::arg("mr", mr),
-        fmt::arg("nrw", width), fmt::arg("bias", bias),
-        fmt::arg("ep", epilogue(fmt::format("(n * {} + oc0 + oc) * {} + ({}) + r", c.OC, HW, m0))));
+        fmt::arg("nrw", width), fmt::arg("bias", bias_term), fmt::arg("ep", ep));
   };
   // Not pointwise: xn is the group's im2col matrix, built by every part that computes
   // some of its tiles (a part has its own scratch).
@@ -287,13 +296,23 @@ namespace {
 // store with bias and epilogue. `oc0` is the group's first output channel.
 std::function<std::string(const std::string&, int64_t, const std::string&, int64_t)> padded_width_store(
     LoweringContext& ctx, const ConvGeometry& c, int64_t width) {
-  return [&ctx, &c, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+  // Bias and an activation-only epilogue run on the tile in scratch, 16 columns per
+  // vector (f32_tile_bias_act_avx512); the runs are then plain copies.
+  std::optional<RegisterEpilogue> in_registers = register_epilogue(ctx.node, gemm_tile_for(ctx.target_features, ctx.target_arch));
+  return [&ctx, &c, width, in_registers](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
     const Window& g = c.win;
     const int64_t HW = g.OH * g.OW;
-    const std::string bias = ctx.node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
-    const std::string ep =
+    std::string bias = ctx.node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
+    std::string ep =
         ctx.epilogue ? ctx.epilogue("v", fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW)) : "";
-    return fmt::format(
+    std::string in_place;
+    if (in_registers && (!bias.empty() || !ep.empty())) {
+      in_place = fmt::format("      f32_tile_bias_act_avx512(ct, 48, {}, {}, {}, 0, {});\n", mr, nr,
+                             bias.empty() ? "0" : fmt::format("{} + oc0 + ({})", ctx.in[2], m0), in_registers->args);
+      bias.clear();
+      ep.clear();
+    }
+    return in_place + fmt::format(
         "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
         "        const int64_t oc = oc0 + {m0} + r;\n"
         "        for (int64_t j0 = 0; j0 < {nr};) {{\n"
@@ -488,11 +507,18 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
   ctx.wg_count = g.N * c.G * units;
   if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
   const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
-  std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile);
+  std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile, /*allow_residual=*/true);
+  std::string residual_base;
   if (in_registers) {
-    // Bias and activation applied by the tile before its store: no second pass.
+    // Bias, residual and activation applied by the tile before its store: no second
+    // pass. The residual has the output's layout, so its tile is at C's offsets.
     loops.reg_act = in_registers->args;
     if (node.input(2)) loops.reg_bias = [&](const std::string& m0) { return fmt::format("{} + oc0 + ({})", ctx.in[2], m0); };
+    if (in_registers->residual >= 0) {
+      residual_base = fmt::format("    const float* rg = {} + n * {} + oc0 * {};\n", ctx.epilogue_in[in_registers->residual],
+                                  c.OC * HW, HW);
+      loops.reg_res = [&](const std::string& m0, const std::string& n0) { return fmt::format("rg + ({}) * {} + {}", m0, HW, n0); };
+    }
   } else {
     loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
       std::string ep = epilogue(fmt::format("(n * {} + oc) * {} + {} + j", c.OC, HW, n0));
@@ -524,10 +550,12 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
       "    const float* xg = xn + grp * {ICGHW};\n"
       "    float* yg = yn + oc0 * {HW};\n"
       "    const float* wg = {w} + oc0 * {K};\n"
+      "{residual}"
       "    (void)oc0;\n    (void)xg;\n"
       "{loops}"
       "    }}\n"
       "  }}\n",
+      fmt::arg("residual", residual_base),
       fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
       fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
       fmt::arg("OCHW", c.OC * HW), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("ICGHW", c.ICG * g.H * g.W),
@@ -655,6 +683,22 @@ std::string lower_dwconv_stride2(LoweringContext& ctx, const ConvGeometry& c) {
   // scratch planes.
   ctx.wg_count = g.N * c.OC;
   ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s2_polyphase_{}", g.KH, g.KW, shape_str(node.outputs[0]->shape));
+  // AVX-512: bias and an activation-only epilogue over the finished plane as one row
+  // of vectors (f32_tile_bias_act_avx512), with the vector exp for the smooth gates.
+  std::optional<RegisterEpilogue> in_registers =
+      (ctx.target_features & INGOT_FEATURE_AVX512F) != 0
+          ? register_epilogue(node, gemm_tile_for(ctx.target_features, ctx.target_arch))
+          : std::nullopt;
+  std::string finish =
+      in_registers ? fmt::format("      f32_tile_bias_act_avx512(plane_out, {}, 1, {}, {}, 0, {});\n", HW, HW,
+                                 node.input(2) ? fmt::format("{} + oc", ctx.in[2]) : "0", in_registers->args)
+                   : fmt::format("      for (int64_t j = 0; j < {}; ++j) {{\n"
+                                 "        float v = plane_out[j]{};\n"
+                                 "{}"
+                                 "        plane_out[j] = v;\n"
+                                 "      }}\n",
+                                 HW, bias, epilogue(fmt::format("(n * {} + oc) * {} + j", c.OC, HW)));
+  if (in_registers) ctx.headers.insert("f32_gemm_tile.h");
   return fmt::format(
       "  float* xe = {scratch};\n"
       "  float* xo = {scratch} + {plane};\n"
@@ -664,19 +708,16 @@ std::string lower_dwconv_stride2(LoweringContext& ctx, const ConvGeometry& c) {
       "      float* plane_out = {y} + (n * {OC} + oc) * {OHW};\n"
       "      f32_split_plane_by_column_parity(xe, xo, {x} + (n * {C} + oc) * {HW}, {H}, {W}, {Wq}, {PH}, {PW});\n"
       "      {rows_kernel}(plane_out, xe, xo, {w} + oc * {KK}, {OH}, {OW}, {Wq}, {KH}, {KW}, {SH}, {DH}, {DW});\n"
-      "      for (int64_t j = 0; j < {OHW}; ++j) {{\n"
-      "        float v = plane_out[j]{bias};\n"
-      "{ep}"
-      "        plane_out[j] = v;\n"
-      "      }}\n"
+      "{finish}"
       "    }}\n",
+      fmt::arg("finish", finish),
       fmt::arg("rows_kernel", per_output_taps(ctx) ? "f32_dwconv2d_stride2_rows_per_output" : "f32_dwconv2d_stride2_rows"),
       fmt::arg("scratch", ctx.scratch), fmt::arg("plane", plane), fmt::arg("N", g.N), fmt::arg("OC", c.OC),
       fmt::arg("y", ctx.out[0]), fmt::arg("OHW", HW), fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C),
       fmt::arg("HW", g.H * g.W), fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Wq", Wq), fmt::arg("PH", g.PH),
       fmt::arg("PW", g.PW), fmt::arg("w", ctx.in[1]), fmt::arg("KK", g.KH * g.KW), fmt::arg("OH", g.OH),
       fmt::arg("OW", g.OW), fmt::arg("KH", g.KH), fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("DH", g.DH),
-      fmt::arg("DW", g.DW), fmt::arg("bias", bias), fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + j", c.OC, HW))));
+      fmt::arg("DW", g.DW));
 }
 
 std::string lower_dwconv_plane(LoweringContext& ctx, const ConvGeometry& c) {

@@ -38,9 +38,9 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
     int64_t ldb = g.pack_b || g.b_in_panels ? t.nr : g.ldb;
     std::string s;
     if (in_registers) {
-      s = fmt::format("      {}_act({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", t.kernel, g.c,
-                      m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr,
-                      g.reg_bias ? g.reg_bias(m0) : "0", g.reg_act);
+      s = fmt::format("      {}_act({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", t.kernel,
+                      g.c, m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr,
+                      g.reg_bias ? g.reg_bias(m0) : "0", g.reg_res ? g.reg_res(m0, n0) : "0", g.reg_act);
     } else {
       s = fmt::format("      {}({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {});\n", t.kernel, g.c,
                       m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr);
@@ -156,19 +156,40 @@ std::string workgroup_window(int64_t workgroups, const std::string& first, int64
       fmt::arg("lo", lo), fmt::arg("hi", hi));
 }
 
-std::optional<RegisterEpilogue> register_epilogue(const Node& node, const GemmTile& tile) {
-  if (tile.kernel != "f32_gemm_tile_8x48_avx512" || node.epilogue.size() > 1) return std::nullopt;
-  if (node.epilogue.empty()) return RegisterEpilogue{"INGOT_TILE_ACT_NONE, 0.0f, 0.0f"};
-  const EpilogueOp& op = node.epilogue[0];
+std::optional<RegisterEpilogue> register_epilogue(const Node& node, const GemmTile& tile, bool allow_residual) {
+  if (tile.kernel != "f32_gemm_tile_8x48_avx512") return std::nullopt;
+  RegisterEpilogue r;
+  size_t next = 0;
+  // A residual Add: an operand with the output's own shape (and so its layout), added
+  // element for element. Addition commutes, so either operand order gives the same bits.
+  if (allow_residual && !node.epilogue.empty()) {
+    const EpilogueOp& add = node.epilogue[0];
+    if (add.op_type == "Add" && add.operand && add.operand->dtype == DType::F32 &&
+        add.operand->shape == node.outputs[0]->shape) {
+      r.residual = 0;
+      next = 1;
+    }
+  }
+  if (node.epilogue.size() > next + 1) return std::nullopt;
+  if (node.epilogue.size() == next) {
+    r.args = "INGOT_TILE_ACT_NONE, 0.0f, 0.0f";
+    return r;
+  }
+  const EpilogueOp& op = node.epilogue[next];
   if (op.operand) return std::nullopt;
-  if (op.op_type == "Relu") return RegisterEpilogue{"INGOT_TILE_ACT_RELU, 0.0f, 0.0f"};
-  if (op.op_type == "Clip" && (op.attrs.count("min") || op.attrs.count("max"))) {
+  if (op.op_type == "Relu") r.args = "INGOT_TILE_ACT_RELU, 0.0f, 0.0f";
+  else if (op.op_type == "Silu") r.args = "INGOT_TILE_ACT_SILU, 0.0f, 0.0f";
+  else if (op.op_type == "Sigmoid") r.args = "INGOT_TILE_ACT_SIGMOID, 0.0f, 0.0f";
+  else if (op.op_type == "HardSwish") r.args = "INGOT_TILE_ACT_HARDSWISH, 0.0f, 0.0f";
+  else if (op.op_type == "Clip" && (op.attrs.count("min") || op.attrs.count("max"))) {
     float lo = op.attrs.count("min") ? attr_f(op.attrs, "min", 0.0f) : -INFINITY;
     float hi = op.attrs.count("max") ? attr_f(op.attrs, "max", 0.0f) : INFINITY;
     if (std::isnan(lo) || std::isnan(hi)) return std::nullopt;
-    return RegisterEpilogue{fmt::format("INGOT_TILE_ACT_CLIP, {}, {}", c_float(lo), c_float(hi))};
+    r.args = fmt::format("INGOT_TILE_ACT_CLIP, {}, {}", c_float(lo), c_float(hi));
+  } else {
+    return std::nullopt;
   }
-  return std::nullopt;
+  return r;
 }
 
 }  // namespace ingot::ops

@@ -63,6 +63,9 @@ struct GemmLoops {
   // per-row bias pointer for rows from m0 (called with the m0 expression; "0" for
   // none) and the activation arguments. Empty `reg_act`: none.
   std::function<std::string(const std::string& m0)> reg_bias{};
+  // The residual tile's pointer for the tile at (m0, n0) (row stride ldc), when the
+  // register epilogue adds one.
+  std::function<std::string(const std::string& m0, const std::string& n0)> reg_res{};
   std::string reg_act{};
 };
 
@@ -94,13 +97,16 @@ std::string workgroup_window(int64_t workgroups, const std::string& first, int64
                              const std::string& hi = "hi");
 
 // An epilogue the AVX-512 tile applies in registers before its store: per-row bias,
-// then nothing, ReLU or Clip. `args` are the tile's trailing arguments after the
-// bias pointer ("INGOT_TILE_ACT_CLIP, 0.0f, 6.0f").
+// a residual Add (when the lowering can address the operand like its output), then
+// nothing, ReLU, Clip, SiLU, Sigmoid or HardSwish. `args` are the tile's trailing
+// arguments after the bias and residual pointers ("INGOT_TILE_ACT_CLIP, 0.0f, 6.0f").
 struct RegisterEpilogue {
   std::string args;
+  int residual = -1;  // index in node.epilogue of the residual Add; -1: none
 };
-// The node's fused epilogue as a register epilogue, when it is one (empty, one ReLU
-// or one Clip) and the tile supports it; nullopt otherwise.
-std::optional<RegisterEpilogue> register_epilogue(const Node& node, const GemmTile& tile);
+// The node's fused epilogue as a register epilogue, when it is one (empty or one
+// activation, after a residual Add of an operand shaped like the output when
+// |allow_residual|) and the tile supports it; nullopt otherwise.
+std::optional<RegisterEpilogue> register_epilogue(const Node& node, const GemmTile& tile, bool allow_residual = false);
 
 }  // namespace ingot::ops

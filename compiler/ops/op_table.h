@@ -49,6 +49,8 @@ struct LoweringContext {
   // the flat index.
   std::function<std::string(const std::string& var, const BroadcastLoops& loops)> epilogue_nested{};
   std::vector<Shape> epilogue_operands{};
+  // C pointer per epilogue op's operand, by the op's index ("" for an op without one).
+  std::vector<std::string> epilogue_in{};
   bool has_epilogue = false;
   // Set by a lowering that applied `epilogue` itself; otherwise codegen appends a
   // sweep that applies it to output 0 after the body.

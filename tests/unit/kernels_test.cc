@@ -319,9 +319,12 @@ TEST_P(HostAndPortableKernelTest, DepthwiseNarrowPlanes) {
   k.run(passes::fuse_epilogues, GetParam());
 }
 
-// Bias and ReLU / Clip applied by the AVX-512 tile in registers (other tiles take the
-// per-tile pass): pointwise and strided convolutions, with and without bias, Clip
-// with both bounds and with one, rows and columns off the tile edges.
+// Bias, a residual Add and an activation (ReLU, Clip, SiLU, Sigmoid, HardSwish)
+// applied by the AVX-512 tile in registers (other tiles take the per-tile pass):
+// pointwise and strided convolutions, with and without bias, Clip with both bounds and
+// with one, the residual as either operand, a broadcast operand (not a residual: the
+// per-tile pass), inputs large enough to reach exp's clamps, rows and columns off the
+// tile edges.
 TEST_P(GemmKernelTest, ConvRegisterEpilogues) {
   KernelCase k(480);
   auto conv_then = [&](Shape xs, Shape ws, ops::Attrs attrs, bool bias, const std::string& act, ops::Attrs act_attrs) {
@@ -336,9 +339,29 @@ TEST_P(GemmKernelTest, ConvRegisterEpilogues) {
   conv_then({1, 3, 15, 17}, {10, 3, 3, 3}, {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}}, true, "Clip",
             {{"min", -0.25f}});
   conv_then({1, 3, 15, 17}, {9, 3, 3, 3}, {{"strides", I{2, 2}}}, true, "Clip", {{"max", 0.25f}});
+  conv_then({1, 16, 9, 9}, {20, 16, 1, 1}, {}, true, "Silu", {});
+  conv_then({1, 3, 15, 17}, {11, 3, 3, 3}, {{"strides", I{2, 2}}}, false, "Sigmoid", {});
+  conv_then({1, 8, 13, 13}, {17, 8, 1, 1}, {}, true, "HardSwish", {});
+  // Pre-activations out to +-100, past the ends of exp's reduction.
+  {
+    Node* c = k.inner("Conv", {k.input({1, 4, 10, 10}, -25, 25), k.weight({9, 4, 1, 1}, -1, 1)});
+    k.output(k.inner("Silu", {c->outputs[0]})->outputs[0]);
+  }
+  auto conv_add_then = [&](Shape xs, Shape ws, Shape rs, bool conv_first, const std::string& act) {
+    Value* res = k.input(rs);
+    Node* c = k.inner("Conv", {k.input(xs), k.weight(ws), k.weight({ws[0]})});
+    Node* add = k.inner("Add", conv_first ? std::vector<Value*>{c->outputs[0], res} : std::vector<Value*>{res, c->outputs[0]});
+    k.output(act.empty() ? add->outputs[0] : k.inner(act, {add->outputs[0]})->outputs[0]);
+  };
+  conv_add_then({1, 16, 9, 9}, {24, 16, 1, 1}, {1, 24, 9, 9}, true, "Relu");
+  conv_add_then({1, 10, 11, 13}, {13, 10, 1, 1}, {1, 13, 11, 13}, false, "");
+  conv_add_then({2, 8, 6, 10}, {9, 8, 1, 1}, {2, 9, 6, 10}, true, "Silu");
+  conv_add_then({1, 16, 9, 9}, {24, 16, 1, 1}, {1, 24, 1, 1}, true, "Relu");
   testing::Compiled c = k.run(passes::fuse_epilogues, GetParam());
   bool avx512 = (target::resolve(GetParam()).features & INGOT_FEATURE_AVX512F) != 0;
   EXPECT_EQ(c.source.code.find("f32_gemm_tile_8x48_avx512_act(") != std::string::npos, avx512);
+  EXPECT_EQ(c.source.code.find("INGOT_TILE_ACT_SILU") != std::string::npos, avx512);
+  EXPECT_EQ(c.source.code.find("const float* rg = ") != std::string::npos, avx512);
 }
 
 // Pointwise convolutions over few pixels run transposed (pixels as rows, W^T panels

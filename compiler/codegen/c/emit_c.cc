@@ -53,6 +53,7 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
     operands.push_back(node.epilogue[k].operand ? fmt::format("ep{}", k) : "");
     if (node.epilogue[k].operand) bind(node.epilogue[k].operand, operands.back(), false);
   }
+  ctx.epilogue_in = operands;
   if (step.scratch) {
     prologue += fmt::format("  float* INGOT_RESTRICT scratch = (float*)b[{}];\n  (void)scratch;\n", b++);
     ctx.scratch = "scratch";
