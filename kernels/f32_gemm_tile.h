@@ -24,12 +24,16 @@
 /* resume: the accumulators start from C's values instead of zero, so a K loop run in
  * blocks (each block of the B panel staying in L1 while every row panel passes over
  * it) continues the same sums: the same multiply-adds in the same order as one call
- * over the whole K, so the same bits. */
+ * over the whole K, so the same bits.
+ * pf, pf_lines: lines of memory to prefetch into L2, one per k step from the first
+ * (0 for none). A K-blocked loop whose B block is read straight from memory (weights
+ * used once per layer) has each row panel's tiles prefetch a share of the next block,
+ * so the first pass over it does not wait on memory. */
 INGOT_INLINE void f32_gemm_tile_8x48_avx512_blk(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
                                                 ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b,
                                                 ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
                                                 const float* INGOT_RESTRICT bias, const float* res, int act, float lo,
-                                                float hi, int resume) {
+                                                float hi, int resume, const char* pf, ingot_index_t pf_lines) {
   __m512 acc[8][3];
   const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
   const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : (nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u));
@@ -47,6 +51,7 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512_blk(float* INGOT_RESTRICT c, ingot_i
   }
   for (ingot_index_t k = 0; k < K; ++k) {
     const float* bk = b + k * ldb;
+    if (k < pf_lines) _mm_prefetch(pf + k * 64, _MM_HINT_T2);
     /* Column vectors past |nr| are skipped outright (nr is a literal at every call
      * site), so an edge tile costs only the vectors it needs. */
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, bk);
@@ -84,7 +89,7 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512_act(float* INGOT_RESTRICT c, ingot_i
                                                 ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
                                                 const float* INGOT_RESTRICT bias, const float* res, int act, float lo,
                                                 float hi) {
-  f32_gemm_tile_8x48_avx512_blk(c, ldc, a, lda, aks, b, ldb, K, mr, nr, bias, res, act, lo, hi, 0);
+  f32_gemm_tile_8x48_avx512_blk(c, ldc, a, lda, aks, b, ldb, K, mr, nr, bias, res, act, lo, hi, 0, 0, 0);
 }
 
 /* Bias and activation in place over a finished tile t[mr x nr] (row stride ldt), for

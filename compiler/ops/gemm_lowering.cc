@@ -26,6 +26,10 @@ int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes) {
 
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
   const bool in_registers = !g.reg_act.empty() && !g.tile_call && t.kernel == "f32_gemm_tile_8x48_avx512";
+  // A in contiguous rows (row-major weights): one row panel's 8 rows are one stream
+  // of 8 * K floats, which the tile prefetches a line per k step for the next panel.
+  const bool prefetch_a = g.prefetch_a && g.aks == 1 && g.lda == g.K && !g.tile_call_k;
+  const int64_t prefetch_lines = std::min<int64_t>(g.K, t.mr * g.K * 4 / 64);
   // Full tiles run in loops with literal sizes; the edge row panel and edge column
   // tile get their own literal sizes, so every tile call is fully specialized.
   auto tile_call = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
@@ -37,7 +41,14 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
                                     : fmt::format("{} + {}", g.b, n0);
     int64_t ldb = g.pack_b || g.b_in_panels ? t.nr : g.ldb;
     std::string s;
-    if (in_registers) {
+    if (in_registers && prefetch_a) {
+      // Each row panel prefetches the next panel's rows of A (8 contiguous rows).
+      s = fmt::format("      {}_blk({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, 0, "
+                      "(const char*)({} + ({} + {}) * {}), {});\n",
+                      t.kernel, g.c, m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr,
+                      g.reg_bias ? g.reg_bias(m0) : "0", g.reg_res ? g.reg_res(m0, n0) : "0", g.reg_act, g.a, m0, t.mr,
+                      g.lda, prefetch_lines);
+    } else if (in_registers) {
       s = fmt::format("      {}_act({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", t.kernel,
                       g.c, m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr,
                       g.reg_bias ? g.reg_bias(m0) : "0", g.reg_res ? g.reg_res(m0, n0) : "0", g.reg_act);
