@@ -528,7 +528,8 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
     // Bias, residual and activation applied by the tile before its store: no second
     // pass. The residual has the output's layout, so its tile is at C's offsets.
     loops.reg_act = in_registers->args;
-    loops.prefetch_a = true;
+    loops.rows_outer = !im2col && gemm_rows_outer(c.OCG, K, HW, ctx.l2_bytes);
+    loops.prefetch_a = !loops.rows_outer;  // rows outer: a panel's A stays in L1
     if (node.input(2)) loops.reg_bias = [&](const std::string& m0) { return fmt::format("{} + oc0 + ({})", ctx.in[2], m0); };
     if (in_registers->residual >= 0) {
       residual_base = fmt::format("    const float* rg = {} + n * {} + oc0 * {};\n", ctx.epilogue_in[in_registers->residual],

@@ -91,6 +91,10 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
     return axis_loop(g.N, t.nr, g.split == GemmSplit::kColumns, "n0", "n1", "  ", body);
   };
   const bool blocked = g.tile_call_k && g.k_block > 0 && g.k_block < g.K;
+  if (g.rows_outer && !g.pack_b && !blocked)
+    return row_loop([&](const std::string& m0, int64_t mr) {
+      return column_loop([&](const std::string& n0, int64_t nr) { return tile_call(m0, mr, n0, nr); });
+    });
   return column_loop([&](const std::string& n0, int64_t nr) {
     std::string s = g.pack_b ? g.pack_b(n0, nr) : std::string();
     if (!blocked) return s + row_loop([&](const std::string& m0, int64_t mr) { return tile_call(m0, mr, n0, nr); });
@@ -107,6 +111,10 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
                     (g.after_tile ? g.after_tile(m0, mr, n0, nr) : "");
            });
   });
+}
+
+bool gemm_rows_outer(int64_t M, int64_t K, int64_t N, int64_t l2_bytes) {
+  return l2_bytes > 0 && K * N * 4 <= l2_bytes / 2 && M * K * 4 > l2_bytes / 2;
 }
 
 namespace {

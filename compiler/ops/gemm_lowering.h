@@ -69,10 +69,21 @@ struct GemmLoops {
   // With a register epilogue: each tile prefetches the next row panel's rows of A
   // (needs A in contiguous rows: aks 1, lda K), for weights that come from memory.
   bool prefetch_a = false;
+  // Row panels outer, column tiles inner (without pack_b or K blocks): each panel's
+  // output rows are written as a few long streams, and B is read again per panel, so
+  // for B that stays in the L2 (gemm_rows_outer).
+  bool rows_outer = false;
   std::string reg_act{};
 };
 
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& tile);
+
+// Whether an M x K x N GEMM with B read in place runs row panels outer: when A does
+// not fit in half the L2 (|l2_bytes|; 0: unknown, no) and B does. Column tiles
+// outer read all of A again per column tile (from memory, when it is that large) and
+// write each tile's rows as M separate streams; rows outer read B again per row
+// panel instead, six times the bytes of A per column tile, so only from the L2.
+bool gemm_rows_outer(int64_t M, int64_t K, int64_t N, int64_t l2_bytes);
 
 // The K block for GEMMs of depth K on |tile| with an L1 data cache of |l1d_bytes|: a
 // block of the B panel takes about half the L1; blocks are balanced and a multiple of

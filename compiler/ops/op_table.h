@@ -62,6 +62,7 @@ struct LoweringContext {
   uint32_t target_features = 0;
   uint32_t target_arch = 0;
   int64_t l1d_bytes = 0;  // the target's L1 data cache (0: unknown), for K blocks
+  int64_t l2_bytes = 0;   // the target's L2 per core (0: unknown), for loop orders
   uint32_t workers = 1;   // step lists the plan is compiled for: splits balance over them
   std::string scratch{};  // float* to the step's scratch bytes, when scratch_bytes asked
   // Workgroups: a lowering whose output splits into K independent parts sets this to K

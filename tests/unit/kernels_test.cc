@@ -357,11 +357,17 @@ TEST_P(GemmKernelTest, ConvRegisterEpilogues) {
   conv_add_then({1, 10, 11, 13}, {13, 10, 1, 1}, {1, 13, 11, 13}, false, "");
   conv_add_then({2, 8, 6, 10}, {9, 8, 1, 1}, {2, 9, 6, 10}, true, "Silu");
   conv_add_then({1, 16, 9, 9}, {24, 16, 1, 1}, {1, 24, 1, 1}, true, "Relu");
+  // Weights past half an L2 of up to 2 MiB and a B that fits: row panels outer
+  // (gemm_rows_outer), with an edge panel and an edge column tile.
+  conv_then({1, 300, 14, 14}, {1030, 300, 1, 1}, {}, true, "Relu", {});
   testing::Compiled c = k.run(passes::fuse_epilogues, GetParam());
   bool avx512 = (target::resolve(GetParam()).features & INGOT_FEATURE_AVX512F) != 0;
   EXPECT_EQ(c.source.code.find("INGOT_TILE_ACT_RELU") != std::string::npos, avx512);
   EXPECT_EQ(c.source.code.find("INGOT_TILE_ACT_SILU") != std::string::npos, avx512);
   EXPECT_EQ(c.source.code.find("const float* rg = ") != std::string::npos, avx512);
+  const bool rows_outer = avx512 && ops::gemm_rows_outer(1030, 300, 196, target::resolve(GetParam()).l2_bytes);
+  EXPECT_EQ(c.source.code.find("for (int64_t m0 = 0; m0 < 1024; m0 += 8) {\n  for (int64_t n0") != std::string::npos,
+            rows_outer);
 }
 
 // Pointwise convolutions over few pixels run transposed (pixels as rows, W^T panels

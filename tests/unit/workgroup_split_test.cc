@@ -256,6 +256,15 @@ class WorkgroupSplitTest : public ::testing::TestWithParam<std::string> {
 // elsewhere; row panels on 7x7), strided (phase planes / im2col), a stem, 1x1 stride 2,
 // groups, batch 2, odd channel counts, fused ReLU and residual Add.
 // The split axis for a plan on several workers: the one whose tiles divide evenly.
+// Row panels go outer only for weights (A) past half the L2 with a B within it.
+TEST(GemmSplitTest, RowsOuterForLargeWeightsAndCachedB) {
+  const int64_t l2 = 2 << 20;
+  EXPECT_TRUE(ops::gemm_rows_outer(512, 1024, 196, l2));    // 2 MiB of weights, 0.8 MiB of B
+  EXPECT_FALSE(ops::gemm_rows_outer(256, 64, 3136, l2));    // small weights
+  EXPECT_FALSE(ops::gemm_rows_outer(1024, 1024, 784, l2));  // B past half the L2
+  EXPECT_FALSE(ops::gemm_rows_outer(512, 1024, 196, 0));    // L2 unknown
+}
+
 TEST(GemmSplitTest, BalancesTheAxisOverWorkers) {
   const ops::GemmTile t{"f32_gemm_tile_8x48_avx512", 8, 48};
   // 196 columns (14x14): four full tiles and a 4-wide one, 3 + 2 tiles on two workers;

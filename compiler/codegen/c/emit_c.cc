@@ -28,6 +28,7 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
   ctx.target_features = target.features;
   ctx.target_arch = target.arch;
   ctx.l1d_bytes = target.l1d_bytes;
+  ctx.l2_bytes = target.l2_bytes;
   ctx.workers = workers;
   std::string prologue;
   size_t b = 0;
