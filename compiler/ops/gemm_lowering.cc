@@ -25,11 +25,22 @@ int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes) {
 }
 
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
-  const bool in_registers = !g.reg_act.empty() && !g.tile_call && t.kernel == "f32_gemm_tile_8x48_avx512";
-  // A in contiguous rows (row-major weights): one row panel's 8 rows are one stream
-  // of 8 * K floats, which the tile prefetches a line per k step for the next panel.
-  const bool prefetch_a = g.prefetch_a && g.aks == 1 && g.lda == g.K && !g.tile_call_k;
-  const int64_t prefetch_lines = std::min<int64_t>(g.K, t.mr * g.K * 4 / 64);
+  const bool avx512 = t.kernel == "f32_gemm_tile_8x48_avx512";
+  const bool in_registers = !g.reg_act.empty() && !g.tile_call && avx512;
+  const bool blocked = g.tile_call_k && g.k_block > 0 && g.k_block < g.K;
+  const bool rows_outer = g.rows_outer && !g.pack_b && !blocked;
+  const int64_t row_panels = (g.M + t.mr - 1) / t.mr;
+  // Prefetches the AVX-512 tile issues, a line per k step (at most K lines), for
+  // operands that come from memory once per layer:
+  // - A in contiguous rows (row-major weights): each row panel prefetches the next
+  //   panel's 8 rows, one stream of 8 * K floats (GemmLoops::prefetch_a);
+  // - B in compile-time panels (weights [N/NR][K][NR]), column tiles outer: the next
+  //   column tile's panel follows the current one in memory, and each row panel
+  //   prefetches its share of it while the current panel sits in L1/L2.
+  const bool prefetch_a = in_registers && g.prefetch_a && g.aks == 1 && g.lda == g.K && !g.tile_call_k;
+  const bool prefetch_b = avx512 && g.b_in_panels && !g.pack_b && !g.tile_call && !g.tile_call_k && !rows_outer;
+  const int64_t a_lines = std::min<int64_t>(g.K, t.mr * g.K * 4 / 64);
+  const int64_t b_lines = std::min<int64_t>(g.K, (g.K * t.nr * 4 / 64 + row_panels - 1) / row_panels);
   // Full tiles run in loops with literal sizes; the edge row panel and edge column
   // tile get their own literal sizes, so every tile call is fully specialized.
   auto tile_call = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
@@ -40,22 +51,22 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
                     : g.b_in_panels ? fmt::format("{} + ({}) / {} * {}", g.b, n0, t.nr, g.K * t.nr)
                                     : fmt::format("{} + {}", g.b, n0);
     int64_t ldb = g.pack_b || g.b_in_panels ? t.nr : g.ldb;
+    const std::string operands = fmt::format("{} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {}", g.c, m0,
+                                             g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr);
+    const std::string epilogue =
+        in_registers ? fmt::format("{}, {}, {}", g.reg_bias ? g.reg_bias(m0) : "0", g.reg_res ? g.reg_res(m0, n0) : "0", g.reg_act)
+                     : "0, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f";
     std::string s;
-    if (in_registers && prefetch_a) {
-      // Each row panel prefetches the next panel's rows of A (8 contiguous rows).
-      s = fmt::format("      {}_blk({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, 0, "
-                      "(const char*)({} + ({} + {}) * {}), {});\n",
-                      t.kernel, g.c, m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr,
-                      g.reg_bias ? g.reg_bias(m0) : "0", g.reg_res ? g.reg_res(m0, n0) : "0", g.reg_act, g.a, m0, t.mr,
-                      g.lda, prefetch_lines);
-    } else if (in_registers) {
-      s = fmt::format("      {}_act({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n", t.kernel,
-                      g.c, m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr,
-                      g.reg_bias ? g.reg_bias(m0) : "0", g.reg_res ? g.reg_res(m0, n0) : "0", g.reg_act);
-    } else {
-      s = fmt::format("      {}({} + ({}) * {} + {}, {}, {} + ({}) * {}, {}, {}, {}, {}, {}, {}, {});\n", t.kernel, g.c,
-                      m0, g.ldc, n0, g.ldc, g.a, m0, g.lda, g.lda, g.aks, b, ldb, g.K, mr, nr);
-    }
+    if (prefetch_a)
+      s = fmt::format("      {}_blk({}, {}, 0, (const char*)({} + ({} + {}) * {}), {});\n", t.kernel, operands, epilogue, g.a,
+                      m0, t.mr, g.lda, a_lines);
+    else if (prefetch_b)
+      s = fmt::format("      {}_blk({}, {}, 0, (const char*)({} + (({}) / {} + 1) * {}) + ({}) / {} * {}, {});\n", t.kernel,
+                      operands, epilogue, g.b, n0, t.nr, g.K * t.nr, m0, t.mr, b_lines * 64, b_lines);
+    else if (in_registers)
+      s = fmt::format("      {}_act({}, {});\n", t.kernel, operands, epilogue);
+    else
+      s = fmt::format("      {}({});\n", t.kernel, operands);
     if (g.after_tile) s += g.after_tile(m0, mr, n0, nr);
     return s;
   };
@@ -90,8 +101,7 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
   auto column_loop = [&](const TileBody& body) {
     return axis_loop(g.N, t.nr, g.split == GemmSplit::kColumns, "n0", "n1", "  ", body);
   };
-  const bool blocked = g.tile_call_k && g.k_block > 0 && g.k_block < g.K;
-  if (g.rows_outer && !g.pack_b && !blocked)
+  if (rows_outer)
     return row_loop([&](const std::string& m0, int64_t mr) {
       return column_loop([&](const std::string& n0, int64_t nr) { return tile_call(m0, mr, n0, nr); });
     });
