@@ -217,6 +217,7 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
       loops.ldb = p.TBp;
       loops.M = c.OC;
       loops.N = tb;
+      loops.prefetch_a = true;  // the transformed weights, from memory on the first block
     }
     if (panels > 1) {
       loops.split = transposed ? GemmSplit::kColumns : GemmSplit::kRows;

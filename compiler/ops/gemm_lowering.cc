@@ -37,7 +37,7 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
   // - B in compile-time panels (weights [N/NR][K][NR]), column tiles outer: the next
   //   column tile's panel follows the current one in memory, and each row panel
   //   prefetches its share of it while the current panel sits in L1/L2.
-  const bool prefetch_a = in_registers && g.prefetch_a && g.aks == 1 && g.lda == g.K && !g.tile_call_k;
+  const bool prefetch_a = avx512 && g.prefetch_a && g.aks == 1 && g.lda == g.K && !g.tile_call && !g.tile_call_k;
   const bool prefetch_b = avx512 && g.b_in_panels && !g.pack_b && !g.tile_call && !g.tile_call_k && !rows_outer;
   const int64_t a_lines = std::min<int64_t>(g.K, t.mr * g.K * 4 / 64);
   const int64_t b_lines = std::min<int64_t>(g.K, (g.K * t.nr * 4 / 64 + row_panels - 1) / row_panels);

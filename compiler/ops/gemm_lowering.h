@@ -66,8 +66,8 @@ struct GemmLoops {
   // The residual tile's pointer for the tile at (m0, n0) (row stride ldc), when the
   // register epilogue adds one.
   std::function<std::string(const std::string& m0, const std::string& n0)> reg_res{};
-  // With a register epilogue: each tile prefetches the next row panel's rows of A
-  // (needs A in contiguous rows: aks 1, lda K), for weights that come from memory.
+  // Each AVX-512 tile prefetches the next row panel's rows of A (needs A in
+  // contiguous rows: aks 1, lda K), for weights that come from memory.
   bool prefetch_a = false;
   // Row panels outer, column tiles inner (without pack_b or K blocks): each panel's
   // output rows are written as a few long streams, and B is read again per panel, so
