@@ -110,6 +110,28 @@ INGOT_INLINE void f32_tile_bias_act_avx512(float* INGOT_RESTRICT t, ingot_index_
   }
 }
 
+/* Stores a finished tile ct[mr x nr] (row stride ldt) whose columns are output pixels
+ * n0, n0 + 1, ... numbered in a padded width Wp into compact planes of OW columns
+ * (tile row r to y + r * ldy): each run of columns within one padded row keeps its
+ * real columns (below OW), moved as masked vectors for all rows at once. */
+INGOT_INLINE void f32_store_padded_runs_avx512(float* INGOT_RESTRICT y, ingot_index_t ldy, const float* INGOT_RESTRICT ct,
+                                               ingot_index_t ldt, ingot_index_t mr, ingot_index_t nr, ingot_index_t n0,
+                                               ingot_index_t Wp, ingot_index_t OW) {
+  for (ingot_index_t j0 = 0; j0 < nr;) {
+    const ingot_index_t np = n0 + j0, oh = np / Wp, ow0 = np - oh * Wp;
+    const ingot_index_t run = nr - j0 < Wp - ow0 ? nr - j0 : Wp - ow0;
+    const ingot_index_t real = ow0 >= OW ? 0 : (OW - ow0 < run ? OW - ow0 : run);
+    float* dst = y + oh * OW + ow0;
+    for (ingot_index_t q = 0; q < real; q += 16) {
+      const __mmask16 m = real - q >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (real - q)) - 1u);
+#pragma GCC unroll 8
+      for (ingot_index_t r = 0; r < mr; ++r)
+        _mm512_mask_storeu_ps(dst + r * ldy + q, m, _mm512_maskz_loadu_ps(m, ct + r * ldt + j0 + q));
+    }
+    j0 += run;
+  }
+}
+
 INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
                                             ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b, ingot_index_t ldb, ingot_index_t K,
                                             ingot_index_t mr, ingot_index_t nr) {

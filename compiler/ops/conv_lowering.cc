@@ -321,14 +321,17 @@ std::function<std::string(const std::string&, int64_t, const std::string&, int64
     std::string bias = ctx.node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
     std::string ep =
         ctx.epilogue ? ctx.epilogue("v", fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW)) : "";
-    std::string in_place;
-    if (in_registers && (!bias.empty() || !ep.empty())) {
-      in_place = fmt::format("      f32_tile_bias_act_avx512(ct, 48, {}, {}, {}, 0, {});\n", mr, nr,
-                             bias.empty() ? "0" : fmt::format("{} + oc0 + ({})", ctx.in[2], m0), in_registers->args);
-      bias.clear();
-      ep.clear();
+    if (in_registers) {
+      // The tile gets its bias and activation in scratch, then moves to the output
+      // as masked vectors per run of real columns.
+      std::string s;
+      if (!bias.empty() || !ep.empty())
+        s = fmt::format("      f32_tile_bias_act_avx512(ct, 48, {}, {}, {}, 0, {});\n", mr, nr,
+                        bias.empty() ? "0" : fmt::format("{} + oc0 + ({})", ctx.in[2], m0), in_registers->args);
+      return s + fmt::format("      f32_store_padded_runs_avx512(yn + (oc0 + {}) * {}, {}, ct, 48, {}, {}, {}, {}, {});\n", m0,
+                             HW, HW, mr, nr, n0, width, g.OW);
     }
-    return in_place + fmt::format(
+    return fmt::format(
         "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
         "        const int64_t oc = oc0 + {m0} + r;\n"
         "        for (int64_t j0 = 0; j0 < {nr};) {{\n"
