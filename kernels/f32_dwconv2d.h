@@ -350,4 +350,108 @@ INGOT_INLINE void f32_dwconv2d_lanes16(float* INGOT_RESTRICT y, const float* ING
   }
 }
 
+#if defined(__AVX512F__)
+/* In-register transpose of a 16x16 block: r[i] lane j becomes r[j] lane i. */
+INGOT_INLINE void f32_transpose16x16_avx512(__m512 r[16]) {
+  __m512 t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  /* u[4i + q] holds, in each 128-bit block b, element q of rows 4i..4i+3 at columns
+   * 4b + q; the two 128-bit shuffles gather block b of the four row groups. */
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    const __m512 a0 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x88), a1 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xDD);
+    const __m512 b0 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x88), b1 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xDD);
+    r[q] = _mm512_shuffle_f32x4(a0, b0, 0x88);
+    r[8 + q] = _mm512_shuffle_f32x4(a0, b0, 0xDD);
+    r[4 + q] = _mm512_shuffle_f32x4(a1, b1, 0x88);
+    r[12 + q] = _mm512_shuffle_f32x4(a1, b1, 0xDD);
+  }
+}
+
+/* f32_dwconv2d_lanes16 with the moves between planes and lanes as 16x16 in-register
+ * transposes (a run of 16 pixels of 16 channels per step, instead of 256 scalar
+ * moves), the taps as explicit 16-lane multiply-adds over a row of up to 8 outputs,
+ * and bias plus a register activation (INGOT_TILE_ACT_*) applied before the
+ * transpose back. |yt| is scratch for the OH * OW output pixels' lane vectors. */
+INGOT_INLINE void f32_dwconv2d_lanes16_avx512(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x,
+                                              const float* INGOT_RESTRICT w, const float* INGOT_RESTRICT bias,
+                                              ingot_index_t nch, ingot_index_t H, ingot_index_t W, ingot_index_t OH,
+                                              ingot_index_t OW, ingot_index_t KH, ingot_index_t KW, ingot_index_t SH,
+                                              ingot_index_t SW, ingot_index_t PH, ingot_index_t PW, ingot_index_t DH,
+                                              ingot_index_t DW, ingot_index_t Hp, ingot_index_t Wp, float* INGOT_RESTRICT xt,
+                                              float* INGOT_RESTRICT wt, float* INGOT_RESTRICT yt, int act, float lo,
+                                              float hi) {
+  const ingot_index_t taps = KH * KW, HW = H * W, OHW = OH * OW;
+  const __mmask16 lanes = nch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nch) - 1u);
+  __m512 r[16];
+  for (ingot_index_t i = 0; i < Hp * Wp; ++i) _mm512_storeu_ps(xt + i * 16, _mm512_setzero_ps());
+  /* Planes to lanes, 16 pixels at a time. */
+  for (ingot_index_t p0 = 0; p0 < HW; p0 += 16) {
+    const ingot_index_t n = HW - p0 < 16 ? HW - p0 : 16;
+    const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c) r[c] = c < nch ? _mm512_maskz_loadu_ps(m, x + c * HW + p0) : _mm512_setzero_ps();
+    f32_transpose16x16_avx512(r);
+    ingot_index_t h = p0 / W, v = p0 - h * W;
+    for (ingot_index_t j = 0; j < n; ++j) {
+      _mm512_storeu_ps(xt + ((h + PH) * Wp + v + PW) * 16, r[j]);
+      if (++v == W) v = 0, ++h;
+    }
+  }
+  /* Weights [nch][taps] to [taps][16]. */
+  for (ingot_index_t t0 = 0; t0 < taps; t0 += 16) {
+    const ingot_index_t n = taps - t0 < 16 ? taps - t0 : 16;
+    const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c) r[c] = c < nch ? _mm512_maskz_loadu_ps(m, w + c * taps + t0) : _mm512_setzero_ps();
+    f32_transpose16x16_avx512(r);
+    for (ingot_index_t j = 0; j < n; ++j) _mm512_storeu_ps(wt + (t0 + j) * 16, r[j]);
+  }
+  const __m512 b = bias ? _mm512_maskz_loadu_ps(lanes, bias) : _mm512_setzero_ps();
+  for (ingot_index_t oh = 0; oh < OH; ++oh) {
+    for (ingot_index_t ow0 = 0; ow0 < OW; ow0 += 8) {
+      const ingot_index_t nq = OW - ow0 < 8 ? OW - ow0 : 8;
+      __m512 acc[8];
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) acc[q] = b;
+      for (ingot_index_t kh = 0; kh < KH; ++kh) {
+        const float* INGOT_RESTRICT row = xt + ((oh * SH + kh * DH) * Wp + ow0 * SW) * 16;
+        for (ingot_index_t kw = 0; kw < KW; ++kw) {
+          const __m512 wv = _mm512_loadu_ps(wt + (kh * KW + kw) * 16);
+          const float* INGOT_RESTRICT px = row + kw * DW * 16;
+#pragma GCC unroll 8
+          for (int q = 0; q < 8; ++q)
+            if (q < nq) acc[q] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(px + q * SW * 16), acc[q]);
+        }
+      }
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q)
+        if (q < nq) _mm512_storeu_ps(yt + (oh * OW + ow0 + q) * 16, ingot_tile_act_avx512(acc[q], act, lo, hi));
+    }
+  }
+  /* Lanes back to planes, 16 pixels at a time. */
+  for (ingot_index_t p0 = 0; p0 < OHW; p0 += 16) {
+    const ingot_index_t n = OHW - p0 < 16 ? OHW - p0 : 16;
+    const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) r[j] = j < n ? _mm512_loadu_ps(yt + (p0 + j) * 16) : _mm512_setzero_ps();
+    f32_transpose16x16_avx512(r);
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c)
+      if (c < nch) _mm512_mask_storeu_ps(y + c * OHW + p0, m, r[c]);
+  }
+}
+#endif
+
 #endif /* INGOT_F32_DWCONV2D_H_ */

@@ -285,9 +285,16 @@ ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) 
   if (c.ICG == 1 && c.OCG == 1) {
     // Rows of 8 outputs or fewer (7x7 planes, and 14x14 ones at stride 2) on x86: 16
     // channels at a time in the vector lanes. Measured on 5x5 and 7x7 kernels over
-    // 672-1152 channels: 1.5-3x faster than a plane at a time there; on 14-wide rows
-    // the plane kernels are as fast.
+    // 672-1152 channels: 1.5-3x faster than a plane at a time there (the portable
+    // lanes kernel; on 14-wide rows its scalar interleave made it no faster).
     if (target.arch == INGOT_ARCH_X86_64 && (target.features & INGOT_FEATURE_AVX2) && g.OW <= 8 && !g.one_d)
+      return ConvStrategy::kDepthwiseLanes;
+    // AVX-512 moves planes into lanes with 16x16 register transposes, cheap enough to
+    // pay on wider rows too: rows up to 16 outputs, or 32 with 5x5 taps and more.
+    // Measured per layer against the plane kernels: 672x14x14 3x3 68 -> 46 us,
+    // 240x28x28 5x5 180 -> 102 us, 7x7 s2 672x14x14 93 -> 40 us; 3x3 on 28-wide rows and
+    // anything on 56-wide rows stays within 5% either way or loses.
+    if ((target.features & INGOT_FEATURE_AVX512F) && !g.one_d && (g.OW <= 16 || (g.KH * g.KW >= 25 && g.OW <= 32)))
       return ConvStrategy::kDepthwiseLanes;
     if (g.SH == 1 && g.SW == 1) return ConvStrategy::kDepthwiseShifted;
     if (g.SW == 2) return ConvStrategy::kDepthwiseStride2;
@@ -343,8 +350,9 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy) {
     case ConvStrategy::kIm2colGemm:
       return c.ICG * g.KH * g.KW * kMaxTileColumns;  // one panel, K rows by the widest tile
     case ConvStrategy::kDepthwiseLanes:
-      // The interleaved padded block of 16 planes and the weights of 16 channels.
-      return (g.H + g.PH + g.PH_END) * lanes_padded_width(g) * 16 + g.KH * g.KW * 16;
+      // The interleaved padded block of 16 planes, the weights of 16 channels and (the
+      // AVX-512 kernel) the output pixels' lane vectors.
+      return (g.H + g.PH + g.PH_END) * lanes_padded_width(g) * 16 + g.KH * g.KW * 16 + g.OH * g.OW * 16;
     case ConvStrategy::kDepthwiseShifted:
       // One padded plane (+ tail) and one padded-width output plane.
       return (Hp * Ws + tail + 15) / 16 * 16 + g.OH * Ws + 15;

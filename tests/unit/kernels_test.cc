@@ -312,6 +312,10 @@ TEST_P(HostAndPortableKernelTest, DepthwiseNarrowPlanes) {
   add_conv(k, {2, 16, 14, 14}, {16, 1, 3, 3}, {{"group", int64_t{16}}, {"pads", I{1, 1, 1, 1}}, {"strides", I{2, 2}}}, false);
   add_conv(k, {1, 20, 8, 6}, {20, 1, 3, 3}, {{"group", int64_t{20}}, {"pads", I{2, 1, 0, 2}}, {"dilations", I{2, 1}}});
   add_conv(k, {1, 18, 5, 1}, {18, 1, 3, 1}, {{"group", int64_t{18}}, {"pads", I{1, 0, 1, 0}}});
+  // Wider rows that take the lanes on AVX-512: 14 (3x3) and 28 (5x5, a partial run of
+  // 8 outputs per row and a partial last 16-pixel run).
+  add_conv(k, {1, 19, 14, 14}, {19, 1, 3, 3}, {{"group", int64_t{19}}, {"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {1, 17, 28, 28}, {17, 1, 5, 5}, {{"group", int64_t{17}}, {"pads", I{2, 2, 2, 2}}});
   Node* c = k.inner("Conv", {k.input({1, 33, 7, 7}), k.weight({33, 1, 3, 3}), k.weight({33})},
                     {{"group", int64_t{33}}, {"pads", I{1, 1, 1, 1}}});
   Node* s = k.inner("Sigmoid", {c->outputs[0]});

@@ -619,7 +619,7 @@ TEST(ChooseStrategiesTest, RecordsOneStrategyPerConvForTheTarget) {
   EXPECT_EQ(pw->attr_string("strategy", ""), "gemm");
   EXPECT_EQ(k3->attr_string("strategy", ""), "shifted_gemm");
   EXPECT_EQ(grouped->attr_string("strategy", ""), "phase_gemm");
-  EXPECT_EQ(dw->attr_string("strategy", ""), "depthwise_shifted");
+  EXPECT_EQ(dw->attr_string("strategy", ""), "depthwise_lanes");  // rows of 6 outputs
   EXPECT_NE(print_graph(g).find("Conv(%x, %k3.w) {l2_bytes=1048576, pads=[1,1,1,1], strategy=\"shifted_gemm\"}"), std::string::npos)
       << print_graph(g);
   const uint64_t shifted_scratch = ops::find_op("Conv")->scratch_bytes(*k3);
