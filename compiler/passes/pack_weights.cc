@@ -112,10 +112,18 @@ void pack_conv_transpose(Graph& graph, Node& node) {
 //  - Pointwise (1x1, stride 1, no padding; B is the input itself): when padding the
 //    pixels to 16-float vectors wastes more than 10% (7x7 = 49 pixels fill 64 lanes).
 //  - Any other kernel (B is an im2col matrix the kernel builds in scratch): when the
-//    transposed tiles are fuller than the usual ones (pixels in |width|-wide column
-//    tiles) by more than 15%: a 4x4 or 7x7 output, not a 14x14 one; and the im2col
-//    matrix, which every column tile reads again, fits in half the L2.
-bool wants_transposed_gemm(const Node& node, int64_t width, int64_t l2_bytes) {
+//    transposed tiles are fuller than the usual ones by more than 15%: a 4x4 or 7x7
+//    output, not a 14x14 one. The usual tiles are those of the strategy the layer
+//    would get otherwise, junk columns included: the shifted GEMM (stride 1) computes
+//    output rows of the padded width (a 5x5 kernel at dilation 2 on a 7x7 image: rows
+//    11 wide, 7 real, so 49 pixels in two 48-wide tiles). The im2col matrix, which every column tile reads again,
+//    fits in half the L2; or, against the shifted GEMM, the transposed tiles are
+//    fuller by half again, which pays for reading it from the L3. Measured on 256
+//    channels of 7x7 with 1.2-2.5 MB matrices: 5x5 ~1040 -> ~950 us, 5x5 dilation 2
+//    ~1150 -> ~920 us, 7x7 ~2180 -> ~1750 us. Strided layers (phase planes or im2col
+//    panels) gained nothing from it: 5x5 and 7x7 stride 2 on 14x14 moved -6% to +6%.
+bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTraits& target) {
+  const int64_t l2_bytes = target.l2_bytes;
   if (node.op_type != "Conv" || node.attrs.count("b_panel_width") || node.attrs.count("winograd") ||
       !node.inputs[1]->is_constant() || node.inputs[1]->dtype != DType::F32)
     return false;
@@ -131,9 +139,12 @@ bool wants_transposed_gemm(const Node& node, int64_t width, int64_t l2_bytes) {
   if (ops::is_pointwise_geometry(g)) return groups == 1 && w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
   auto fill = [](int64_t n, int64_t block) { return static_cast<double>(n) / static_cast<double>((n + block - 1) / block * block); };
   const int64_t ocg = w[0] / groups;
-  const double usual = fill(pixels, width), transposed = fill(pixels, 8) * fill(ocg, width);
+  const bool shifted = ops::choose_conv_strategy(node, target) == ops::ConvStrategy::kShiftedGemm;
+  const int64_t columns = shifted ? g.OH * ops::shared_pad_width(g) : pixels;
+  const double usual = static_cast<double>(pixels) / static_cast<double>((columns + width - 1) / width * width);
+  const double transposed = fill(pixels, 8) * fill(ocg, width);
   const int64_t im2col_bytes = 4 * w[1] * w[2] * w[3] * pixels;
-  return ocg >= 16 && transposed > 1.15 * usual && im2col_bytes <= l2_bytes / 2;
+  return ocg >= 16 && transposed > 1.15 * usual && (im2col_bytes <= l2_bytes / 2 || (shifted && transposed > 1.5 * usual));
 }
 
 
@@ -146,6 +157,12 @@ bool wants_transposed_gemm(const Node& node, int64_t width, int64_t l2_bytes) {
 // recurrent ops get their W and R laid out for their kernels (pack_recurrent), and a
 // 1-D or 2-D ConvTranspose its weights as its GEMM's A operand.
 void pack_weights(Graph& graph, int64_t panel_width, int64_t l2_bytes) {
+  ops::TargetTraits target;
+  target.l2_bytes = l2_bytes;
+  pack_weights(graph, panel_width, target);
+}
+
+void pack_weights(Graph& graph, int64_t panel_width, const ops::TargetTraits& target) {
   for (auto& owned : graph.nodes()) {
     Node& node = *owned;
     bool gemm = node.op_type == "Gemm", matmul = node.op_type == "MatMul";
@@ -157,7 +174,7 @@ void pack_weights(Graph& graph, int64_t panel_width, int64_t l2_bytes) {
       pack_conv_transpose(graph, node);
       continue;
     }
-    if (panel_width > 0 && wants_transposed_gemm(node, panel_width, l2_bytes)) {
+    if (panel_width > 0 && wants_transposed_gemm(node, panel_width, target)) {
       const Tensor& w = *node.inputs[1]->constant;
       const int64_t oc = w.shape[0], k = w.shape[1] * w.shape[2] * w.shape[3];
       const int64_t groups = node.attr_int("group", 1), ocg = oc / groups, panels = (ocg + panel_width - 1) / panel_width;

@@ -48,7 +48,7 @@ PassManager default_pipeline(int64_t gemm_panel_width, bool winograd, bool fuse_
   pm.add("fuse_patterns", fuse_patterns);
   pm.add("split_wide_ops", split_wide_ops);
   if (winograd) pm.add("winograd_weights", [target](Graph& g) { winograd_weights(g, target); });
-  pm.add("pack_weights", [gemm_panel_width, target](Graph& g) { pack_weights(g, gemm_panel_width, target.l2_bytes); });
+  pm.add("pack_weights", [gemm_panel_width, target](Graph& g) { pack_weights(g, gemm_panel_width, target); });
   pm.add("fuse_epilogues", fuse_epilogues);
   if (fuse_blocks) pm.add("fuse_inverted_residuals", fuse_inverted_residuals);
   pm.add("choose_strategies", [target](Graph& g) { choose_strategies(g, target); });

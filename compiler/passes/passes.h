@@ -29,12 +29,14 @@ void fuse_patterns(Graph& graph);
 void split_wide_ops(Graph& graph);
 // Lays out weights the way kernels read them: Gemm's B as [K,N]; with a panel width
 // (the target's GEMM tile width), constant GEMM B as tile-wide panels, and a
-// convolution over few output pixels as transposed W^T panels (its im2col matrix held
-// to half of |l2_bytes|).
+// convolution over few output pixels as transposed W^T panels, when they fill the
+// tiles better than the strategy |target| would give it otherwise.
+void pack_weights(Graph& graph, int64_t panel_width, const ops::TargetTraits& target);
+// The same for a target known only by its L2 size (no ISA features).
 void pack_weights(Graph& graph, int64_t panel_width = 0, int64_t l2_bytes = 1 << 20);
-// Whether pack_weights gives the Conv |node| transposed W^T panels of |width| for a
-// target with |l2_bytes| of L2 (few output pixels; see pack_weights.cc).
-bool wants_transposed_gemm(const Node& node, int64_t width, int64_t l2_bytes);
+// Whether pack_weights gives the Conv |node| transposed W^T panels of |width| on
+// |target| (few output pixels; see pack_weights.cc).
+bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTraits& target);
 // 3x3 stride-1 convolutions with constant weights → Winograd F(2x2, 3x3) weights
 // (attribute `winograd`), for the transform-and-GEMM kernel.
 // F(4x4) or F(2x2) per layer, from its image size and the target's L2.

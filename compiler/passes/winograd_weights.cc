@@ -54,7 +54,7 @@ void winograd_weights(Graph& graph, const ops::TargetTraits& target) {
     const int64_t width = ops::gemm_tile_for(target.features, target.arch).nr;
     const int64_t tiles = ((y[2] + m - 1) / m) * ((y[3] + m - 1) / m);
     if (tiles < width && alpha * alpha * ws[0] * ws[1] * 4 > target.l2_bytes &&
-        wants_transposed_gemm(node, width, target.l2_bytes))
+        wants_transposed_gemm(node, width, target))
       continue;
     auto G = [&](int i, int c) { return m == 4 ? G4[i][c] : G2[i][c]; };
     const Tensor& w = *node.inputs[1]->constant;
