@@ -116,12 +116,14 @@ void pack_conv_transpose(Graph& graph, Node& node) {
 //    output, not a 14x14 one. The usual tiles are those of the strategy the layer
 //    would get otherwise, junk columns included: the shifted GEMM (stride 1) computes
 //    output rows of the padded width (a 5x5 kernel at dilation 2 on a 7x7 image: rows
-//    11 wide, 7 real, so 49 pixels in two 48-wide tiles). The im2col matrix, which every column tile reads again,
-//    fits in half the L2; or, against the shifted GEMM, the transposed tiles are
-//    fuller by half again, which pays for reading it from the L3. Measured on 256
-//    channels of 7x7 with 1.2-2.5 MB matrices: 5x5 ~1040 -> ~950 us, 5x5 dilation 2
-//    ~1150 -> ~920 us, 7x7 ~2180 -> ~1750 us. Strided layers (phase planes or im2col
-//    panels) gained nothing from it: 5x5 and 7x7 stride 2 on 14x14 moved -6% to +6%.
+//    11 wide, 7 real, so 49 pixels in two 48-wide tiles). The im2col matrix, which
+//    every column tile reads again, fits in half the L2; or, on AVX-512 against the
+//    shifted GEMM or im2col panels, the transposed tiles are fuller by half again,
+//    which pays for reading it from the L3. Measured with 0.9-2.5 MB matrices and 1 MB
+//    of L2 on 7x7 outputs: 256 channels 5x5 ~1040 -> ~950 us, 5x5 dilation 2 ~1150 ->
+//    ~920 us, 7x7 ~2180 -> ~1750 us; ResNet-50's 3x3 stride 2 512 channels ~1430 ->
+//    ~1100 us. Against phase planes (read from the L2) it gained nothing: 5x5 and 7x7
+//    stride 2 on 14x14 moved -6% to +6%.
 bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTraits& target) {
   const int64_t l2_bytes = target.l2_bytes;
   if (node.op_type != "Conv" || node.attrs.count("b_panel_width") || node.attrs.count("winograd") ||
@@ -139,12 +141,14 @@ bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTra
   if (ops::is_pointwise_geometry(g)) return groups == 1 && w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
   auto fill = [](int64_t n, int64_t block) { return static_cast<double>(n) / static_cast<double>((n + block - 1) / block * block); };
   const int64_t ocg = w[0] / groups;
-  const bool shifted = ops::choose_conv_strategy(node, target) == ops::ConvStrategy::kShiftedGemm;
-  const int64_t columns = shifted ? g.OH * ops::shared_pad_width(g) : pixels;
+  const ops::ConvStrategy otherwise = ops::choose_conv_strategy(node, target);
+  const int64_t columns = otherwise == ops::ConvStrategy::kShiftedGemm ? g.OH * ops::shared_pad_width(g) : pixels;
   const double usual = static_cast<double>(pixels) / static_cast<double>((columns + width - 1) / width * width);
   const double transposed = fill(pixels, 8) * fill(ocg, width);
   const int64_t im2col_bytes = 4 * w[1] * w[2] * w[3] * pixels;
-  return ocg >= 16 && transposed > 1.15 * usual && (im2col_bytes <= l2_bytes / 2 || (shifted && transposed > 1.5 * usual));
+  const bool beyond_l2_pays = (target.features & INGOT_FEATURE_AVX512F) && otherwise != ops::ConvStrategy::kPhaseGemm &&
+                              transposed > 1.5 * usual;
+  return ocg >= 16 && transposed > 1.15 * usual && (im2col_bytes <= l2_bytes / 2 || beyond_l2_pays);
 }
 
 
