@@ -333,23 +333,27 @@ INGOT_INLINE void f32_conv_taps_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_
 }
 #endif
 
-/* Copies C planes of H x W into zero-filled S x S phase planes of Hq x Wq each per
- * channel (see f32_conv_taps_tile_8x48_avx512): padded pixel (h + PH, w + PW) goes to
- * phase ((h + PH) % S, (w + PW) % S) at ((h + PH) / S, (w + PW) / S). |tail| extra
- * zero floats follow the last plane (tile reads may run past it). */
+/* Copies C planes of H x W into zero-filled phase planes of Hq x Wq (see
+ * f32_conv_taps_tile_8x48_avx512): padded pixel (h + PH, w + PW) belongs to phase
+ * ((h + PH) % S) * S + (w + PW) % S at ((h + PH) / S, (w + PW) / S). Each channel keeps
+ * |used| of the S x S phases, phase i in its place slot[i] (-1: no tap reads it, not
+ * copied). |tail| extra zero floats follow the last plane (tile reads may run past it). */
 INGOT_INLINE void f32_pad_phase_planes(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t C,
                                        ingot_index_t H, ingot_index_t W, ingot_index_t S, ingot_index_t Hq, ingot_index_t Wq,
-                                       ingot_index_t PH, ingot_index_t PW, ingot_index_t tail) {
+                                       ingot_index_t PH, ingot_index_t PW, const int32_t* INGOT_RESTRICT slot,
+                                       ingot_index_t used, ingot_index_t tail) {
   const ingot_index_t phase = Hq * Wq;
-  for (ingot_index_t i = 0; i < C * S * S * phase + tail; ++i) dst[i] = 0.0f;
+  for (ingot_index_t i = 0; i < C * used * phase + tail; ++i) dst[i] = 0.0f;
   for (ingot_index_t c = 0; c < C; ++c)
     for (ingot_index_t h = 0; h < H; ++h) {
       const ingot_index_t ph = (h + PH) % S, row = (h + PH) / S;
       const float* INGOT_RESTRICT s = src + (c * H + h) * W;
       for (ingot_index_t q = 0; q < S; ++q) {
+        const int32_t place = slot[ph * S + q];
+        if (place < 0) continue;
         /* Source columns w with (w + PW) % S == q, i.e. w = w0, w0 + S, ... */
         const ingot_index_t w0 = ((q - PW) % S + S) % S;
-        float* INGOT_RESTRICT d = dst + ((c * S + ph) * S + q) * phase + row * Wq + (w0 + PW) / S;
+        float* INGOT_RESTRICT d = dst + (c * used + place) * phase + row * Wq + (w0 + PW) / S;
         for (ingot_index_t k = 0; w0 + k * S < W; ++k) d[k] = s[w0 + k * S];
       }
     }

@@ -448,12 +448,14 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
   const int64_t units = gemm_split_units(loops.split, c.OCG, p.Np, tile);
   ctx.wg_count = g.N * c.G * units;
   if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
-  std::string table;
+  std::string table, slots;
   for (int64_t t : p.taps) table += fmt::format("{}{}", table.empty() ? "" : ", ", t);
+  for (int64_t s : p.slot) slots += fmt::format("{}{}", slots.empty() ? "" : ", ", s);
   ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_phase_gemm_avx512_{}", g.KH, g.KW, g.SW,
                                 c.G > 1 ? fmt::format("_g{}", c.G) : "", shape_str(node.outputs[0]->shape));
   return fmt::format(
       "  static const int32_t taps[{T}] = {{{table}}};\n"
+      "  static const int32_t slot[{SS}] = {{{slots}}};\n"
       "  float* xp = {scratch};\n"
       "  float* ct = {scratch} + {padded};\n"
       "  for (int64_t n = 0; n < {N}; ++n) {{\n"
@@ -463,13 +465,14 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
       "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
       "{window}"
       "    const int64_t oc0 = grp * {OCG};\n"
-      "    f32_pad_phase_planes(xp, xn + grp * {ICGHW}, {ICG}, {H}, {W}, {S}, {Hq}, {Wq}, {PH}, {PW}, {tail});\n"
+      "    f32_pad_phase_planes(xp, xn + grp * {ICGHW}, {ICG}, {H}, {W}, {S}, {Hq}, {Wq}, {PH}, {PW}, slot, {used}, {tail});\n"
       "    const float* xpg = xp;\n"
       "    const float* wg = {w} + oc0 * {K};\n"
       "{loops}"
       "    }}\n"
       "  }}\n",
-      fmt::arg("T", taps), fmt::arg("table", table), fmt::arg("scratch", ctx.scratch), fmt::arg("padded", p.padded_floats),
+      fmt::arg("T", taps), fmt::arg("table", table), fmt::arg("SS", p.S * p.S), fmt::arg("slots", slots),
+      fmt::arg("used", p.used), fmt::arg("scratch", ctx.scratch), fmt::arg("padded", p.padded_floats),
       fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
       fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C), fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("S", p.S),
       fmt::arg("Hq", p.Hq), fmt::arg("Wq", p.Wq), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("tail", p.tail),

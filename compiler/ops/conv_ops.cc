@@ -245,12 +245,18 @@ PhasePlan phase_plan(const ConvGeometry& c) {
   p.Hq = std::max((Hp + p.S - 1) / p.S, g.OH + (g.KH - 1) * g.DH / p.S);
   p.Wq = std::max((Wp + p.S - 1) / p.S, g.OW + (g.KW - 1) * g.DW / p.S);
   const int64_t phase = p.Hq * p.Wq;
-  p.channel_floats = p.S * p.S * phase;
+  p.slot.assign(p.S * p.S, -1);
+  for (int64_t kh = 0; kh < g.KH; ++kh)
+    for (int64_t kw = 0; kw < g.KW; ++kw) p.slot[((kh * g.DH) % p.S) * p.S + (kw * g.DW) % p.S] = 0;
+  p.used = 0;
+  for (int64_t& s : p.slot)
+    if (s == 0) s = p.used++;
+  p.channel_floats = p.used * phase;
   p.Np = g.OH * p.Wq;
   for (int64_t kh = 0; kh < g.KH; ++kh)
     for (int64_t kw = 0; kw < g.KW; ++kw) {
       const int64_t rh = kh * g.DH, rw = kw * g.DW;
-      p.taps.push_back(((rh % p.S) * p.S + rw % p.S) * phase + (rh / p.S) * p.Wq + rw / p.S);
+      p.taps.push_back(p.slot[(rh % p.S) * p.S + rw % p.S] * phase + (rh / p.S) * p.Wq + rw / p.S);
     }
   // The last channel's junk columns read up to a row's shift past its last phase plane.
   p.tail = (g.KW - 1) * g.DW / p.S + 16;

@@ -73,10 +73,13 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy);
 
 // Stride-S convolution on phase planes: each channel's padded input split into S x S
 // planes of Hq x Wq, outputs numbered in width Wq (columns past OW are junk), and per
-// tap the offset of its phase plane and shift (f32_conv_taps_tile_8x48_avx512).
+// tap the offset of its phase plane and shift (f32_conv_taps_tile_8x48_avx512). Only
+// the phases some tap reads are kept: |slot| maps phase (row % S) * S + col % S to
+// its place among a channel's |used| planes, or -1 (a dilation that is a multiple of
+// the stride reads one phase of S x S).
 struct PhasePlan {
-  int64_t S, Hq, Wq, channel_floats, Np, tail, padded_floats;
-  std::vector<int64_t> taps;
+  int64_t S, Hq, Wq, used, channel_floats, Np, tail, padded_floats;
+  std::vector<int64_t> taps, slot;
 };
 PhasePlan phase_plan(const ConvGeometry& c);
 
