@@ -786,6 +786,11 @@ std::string lower_softmax(LoweringContext& ctx) {
   ctx.headers.insert("f32_softmax.h");
   ctx.kernel_name =
       fmt::format("f32_{}_{}x{}x{}", node.op_type == "LogSoftmax" ? "logsoftmax" : "softmax", g.outer, g.n, g.inner);
+  // Rows along the last axis (attention scores, classifier logits): 16 lanes at a time.
+  if (g.inner == 1 && (ctx.target_features & INGOT_FEATURE_AVX512F))
+    return fmt::format("  for (int64_t {outer}; ++o)\n    f32_softmax_row_avx512({y} + o * {n}, {x} + o * {n}, {n}, {log});\n",
+                       fmt::arg("outer", outer), fmt::arg("y", ctx.out[0]), fmt::arg("x", ctx.in[0]), fmt::arg("n", g.n),
+                       fmt::arg("log", node.op_type == "LogSoftmax" ? 1 : 0));
   return fmt::format(
       "  for (int64_t {outer}; ++o)\n"
       "    for (int64_t i = 0; i < {inner}; ++i)\n"

@@ -823,7 +823,17 @@ TEST(KernelTest, Softmax) {
   k.op("Softmax", {k.input({2, 1000})});
   k.op("LogSoftmax", {k.input(x, -20, 20)}, {{"axis", int64_t{1}}});
   k.op("LogSoftmax", {k.input({4, 5})});
-  k.run();
+  // Rows of whole vectors (16, 32) and a masked attention row: -inf scores give 0.
+  k.op("Softmax", {k.input({3, 16})});
+  k.op("LogSoftmax", {k.input({2, 32}, -20, 20)});
+  Tensor mask(DType::F32, {2, 19});
+  for (int64_t i = 0; i < mask.numel(); ++i) mask.data<float>()[i] = i % 3 == 1 ? -INFINITY : 0.0f;
+  Node* masked = k.inner("Add", {k.input({2, 19}), k.constant(std::move(mask))});
+  k.op("Softmax", {masked->outputs[0]});
+  testing::Compiled compiled = k.run();
+  // Rows along the last axis take the 16-lane kernel on AVX-512 hosts.
+  if (testing::host_can_run("x86_64-avx512"))
+    EXPECT_NE(compiled.source.code.find("f32_softmax_row_avx512("), std::string::npos);
 }
 
 TEST(KernelTest, Transpose) {
