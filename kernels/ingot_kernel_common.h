@@ -154,6 +154,34 @@ INGOT_INLINE __m512 ingot_expf_avx512(__m512 x) {
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
 }
 
+/* In-register transpose of a 16x16 block: r[i] lane j becomes r[j] lane i. */
+INGOT_INLINE void f32_transpose16x16_avx512(__m512 r[16]) {
+  __m512 t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  /* u[4i + q] holds, in each 128-bit block b, element q of rows 4i..4i+3 at columns
+   * 4b + q; the two 128-bit shuffles gather block b of the four row groups. */
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    const __m512 a0 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x88), a1 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xDD);
+    const __m512 b0 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x88), b1 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xDD);
+    r[q] = _mm512_shuffle_f32x4(a0, b0, 0x88);
+    r[8 + q] = _mm512_shuffle_f32x4(a0, b0, 0xDD);
+    r[4 + q] = _mm512_shuffle_f32x4(a1, b1, 0x88);
+    r[12 + q] = _mm512_shuffle_f32x4(a1, b1, 0xDD);
+  }
+}
+
 /* An INGOT_TILE_ACT_* activation on 16 lanes, by the scalar formulas (ReLU and Clip
  * keep NaN: max/min return their second operand when either is NaN, so the value
  * goes second). |act| is a literal at every call site, so the branches fold away.

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "compiler/ops/geometry.h"
 #include "compiler/ops/op_table.h"
+#include "ingot/abi.h"
 
 namespace ingot::ops {
 
@@ -213,6 +215,66 @@ std::string strided_copy_loops(const std::string& dst, const std::string& src, c
   return "  int64_t o = 0;\n" + s + "  (void)o;\n";
 }
 
+// A transpose that moves the input's last axis (K^T in attention, NCHW <-> NHWC): the
+// output's last dim `a` reads the input with a stride, and some output dim `b` is the
+// input's last axis (stride 1). On AVX-512 with 4-byte elements, every (a, b) plane is
+// one x32_transpose_panel_avx512 call (16x16 register transposes) inside loops over
+// the other dims. Workgroups: the first output dim longer than 1 when it is another
+// dim, else blocks of 16 along b; either way each owns a contiguous output range.
+std::optional<std::string> lower_transpose_panels(LoweringContext& ctx, const Shape& os, const std::vector<int64_t>& step) {
+  const Node& node = ctx.node;
+  if (!(ctx.target_features & INGOT_FEATURE_AVX512F) || dtype_size(node.inputs[0]->dtype) != 4 || os.size() < 2)
+    return std::nullopt;
+  const size_t rank = os.size(), a = rank - 1;
+  size_t b = rank;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    if (step[d] == 1 && os[d] > 1) b = d;
+  if (b == rank || step[a] == 1 || os[a] < 8 || os[b] < 8) return std::nullopt;
+  const std::vector<int64_t> ostride = strides_of(os);
+  size_t first = rank;  // the first output dim longer than 1
+  for (size_t d = 0; d < rank; ++d)
+    if (os[d] > 1) {
+      first = d;
+      break;
+    }
+  const bool split_outer = num_elements(os) > 4096 && first != b && first != a;
+  const bool split_b = num_elements(os) > 4096 && first == b;
+  std::string s, indent = "  ", src = "0", dst = "0";
+  for (size_t d = 0; d < rank; ++d) {
+    if (d == a || d == b) continue;
+    if (split_outer && d == first)
+      s += fmt::format("{}for (int64_t {}; ++i{}) {{\n", indent, workgroup_loop(fmt::format("i{}", d), 1, os[d]), d);
+    else
+      s += fmt::format("{}for (int64_t i{} = 0; i{} < {}; ++i{}) {{\n", indent, d, d, os[d], d);
+    src += fmt::format(" + i{} * {}", d, step[d]);
+    dst += fmt::format(" + i{} * {}", d, ostride[d]);
+    indent += "  ";
+  }
+  std::string b0 = "0", nb = std::to_string(os[b]);
+  if (split_b) {
+    s += fmt::format("{}for (int64_t {}; ++ib) {{\n", indent, workgroup_loop("ib", 1, (os[b] + 15) / 16));
+    s += fmt::format("{}  const int64_t b0 = ib * 16, nb = {} - b0 < 16 ? {} - b0 : 16;\n", indent, os[b], os[b]);
+    b0 = "b0";
+    nb = "nb";
+    indent += "  ";
+  }
+  s += fmt::format("{}x32_transpose_panel_avx512({} + {} + {} * {}, {}, {} + {} + {}, {}, {}, {});\n", indent, ctx.out[0], dst, b0,
+                   ostride[b], ostride[b], ctx.in[0], src, b0, step[a], os[a], nb);
+  for (size_t open = (rank - 2) + (split_b ? 1 : 0); open-- > 0;) {
+    indent.resize(indent.size() - 2);
+    s += indent + "}\n";
+  }
+  ctx.headers.insert("x32_transpose.h");
+  if (split_outer) {
+    ctx.wg_count = os[first];
+    ctx.wg_elements = ostride[first];
+  } else if (split_b) {
+    ctx.wg_count = (os[b] + 15) / 16;
+    ctx.wg_elements = 16 * ostride[b];
+  }
+  return s;
+}
+
 std::string lower_transpose(LoweringContext& ctx) {
   const Node& node = ctx.node;
   auto perm = perm_of(node);
@@ -220,15 +282,17 @@ std::string lower_transpose(LoweringContext& ctx) {
   std::vector<int64_t> step;
   for (int64_t p : perm) step.push_back(is[p]);
   ctx.kernel_name = fmt::format("x{}_transpose_{}", dtype_size(node.inputs[0]->dtype) * 8, shape_str(node.outputs[0]->shape));
+  const Shape& os = node.outputs[0]->shape;
+  if (std::optional<std::string> panels = lower_transpose_panels(ctx, os, step)) return *panels;
   // Workgroups: the indices of the first output dim longer than 1 (attention heads of
   // [1, S, H, D] -> [1, H, S, D]); transposes of at most 4096 elements stay whole.
-  const Shape& os = node.outputs[0]->shape;
   int64_t split = -1;
   if (num_elements(os) > 4096)
     for (size_t d = 0; d < os.size(); ++d)
       if (os[d] > 1) {
         split = static_cast<int64_t>(d);
         ctx.wg_count = os[d];
+        ctx.wg_elements = num_elements(os) / os[d];  // every dim before d is 1: contiguous
         break;
       }
   return strided_copy_loops(ctx.out[0], ctx.in[0], os, 0, step, split);

@@ -845,7 +845,16 @@ TEST(KernelTest, Transpose) {
   k.op("Transpose", {k.input({3, 7})}, {}, Tolerance::exact());
   k.op("Transpose", {k.input_tensor(testing::random_i64({2, 3, 4}, 5, -1000, 1000))}, {{"perm", I{1, 2, 0}}},
        Tolerance::exact());
-  k.run();
+  // Transposes that move the last axis, in 16x16 register blocks on AVX-512: edge
+  // blocks in both directions, the moved plane inside outer loops, and NCHW -> NHWC.
+  k.op("Transpose", {k.input({37, 20})}, {}, Tolerance::exact());
+  k.op("Transpose", {k.input({2, 17, 33})}, {{"perm", I{0, 2, 1}}}, Tolerance::exact());
+  k.op("Transpose", {k.input({3, 9, 40})}, {{"perm", I{2, 0, 1}}}, Tolerance::exact());
+  k.op("Transpose", {k.input({2, 16, 10, 24})}, {{"perm", I{0, 3, 1, 2}}}, Tolerance::exact());
+  k.op("Transpose", {k.input({1, 32, 48})}, {{"perm", I{0, 2, 1}}}, Tolerance::exact());
+  testing::Compiled compiled = k.run();
+  if (testing::host_can_run("x86_64-avx512"))
+    EXPECT_NE(compiled.source.code.find("x32_transpose_panel_avx512("), std::string::npos);
 }
 
 TEST(KernelTest, Concat) {
