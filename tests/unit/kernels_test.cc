@@ -766,6 +766,17 @@ TEST(KernelTest, Pools) {
   with_nan.data<float>()[81 * 4 + 7 * 40] = NAN;
   k.op("MaxPool", {k.input_tensor(with_nan)}, {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}});
   k.op("MaxPool", {k.input_tensor(with_nan)}, {{"kernel_shape", I{3, 5}}, {"strides", I{1, 2}}, {"pads", I{1, 2, 1, 2}}});
+  // Stride 1 over planes whose padded rows fit one AVX-512 vector (a row per register):
+  // 14x14 with 3x3, 7x7 with 5x5, asymmetric pads, no pads, a 1-D pool, and NaNs.
+  Tensor narrow_nan = testing::random_f32({2, 3, 14, 14}, 78);
+  narrow_nan.data<float>()[0] = NAN;                 // a corner
+  narrow_nan.data<float>()[196 + 5 * 14 + 13] = NAN;  // a right edge
+  narrow_nan.data<float>()[4 * 196 + 7 * 14 + 6] = NAN;
+  k.op("MaxPool", {k.input_tensor(narrow_nan)}, {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}});
+  k.op("MaxPool", {k.input({1, 5, 7, 7})}, {{"kernel_shape", I{5, 5}}, {"pads", I{2, 2, 2, 2}}});
+  k.op("MaxPool", {k.input({1, 4, 9, 12})}, {{"kernel_shape", I{3, 2}}, {"pads", I{0, 1, 2, 1}}});
+  k.op("MaxPool", {k.input({1, 4, 6, 15})}, {{"kernel_shape", I{2, 2}}});
+  k.op("MaxPool", {k.input({1, 3, 13})}, {{"kernel_shape", I{3}}, {"pads", I{1, 1}}});
   // Strided with 16 or more outputs per row: padding, ceil mode, dilation, a stride of
   // 3, 1-D, and the NaNs.
   k.op("MaxPool", {k.input_tensor(with_nan)}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}});
@@ -809,7 +820,9 @@ TEST(KernelTest, Pools) {
   k.op("GlobalAveragePool", {k.input({1, 5, 1, 1})});
   k.op("GlobalMaxPool", {k.input({2, 7, 11, 13})});
   k.op("GlobalAveragePool", {k.input({1, 3, 17})});
-  k.run();
+  testing::Compiled compiled = k.run();
+  if (testing::host_can_run("x86_64-avx512"))
+    EXPECT_NE(compiled.source.code.find("f32_maxpool2d_narrow_plane_avx512("), std::string::npos);
 }
 
 TEST(KernelTest, Softmax) {
