@@ -88,6 +88,73 @@ INGOT_INLINE void f32_maxpool2d_narrow_plane_avx512(float* INGOT_RESTRICT y, con
 }
 #endif
 
+/* Stride-1, dilation-1 max or average pooling of one plane, the window's rows first:
+ * for each output row the KH input rows are reduced column by column, 16 padded
+ * columns per vector (masked loads, the fill -inf for max or 0 for the sum in the pad
+ * lanes), and the KW horizontal taps are lane shifts across two such vectors (one
+ * two-source permute each), so nothing goes through memory between the passes.
+ * KH + KW - 1 operations per 16 outputs instead of KH * KW, no bounds tests per tap.
+ * Max is NaN-aware (a NaN in the window is the result); the average divides by the
+ * window's count, which factors into rows times columns in both count_include_pad
+ * modes (the same count as f32_avgpool2d_columns). KW is at most 17. */
+INGOT_INLINE __m512 f32_pool_column_sums_avx512(const float* INGOT_RESTRICT x, ingot_index_t r0, ingot_index_t r1,
+                                                ingot_index_t W, ingot_index_t PW, ingot_index_t c0, int is_max) {
+  /* Padded columns c0 + l, input columns c0 + l - PW, inside for lanes [PW - c0, PW + W - c0). */
+  const ingot_index_t lo = PW - c0 < 0 ? 0 : PW - c0, hi = PW + W - c0 > 16 ? 16 : PW + W - c0;
+  const __m512 fill = is_max ? _mm512_set1_ps(-INGOT_INFF) : _mm512_setzero_ps();
+  if (hi <= lo) return fill;
+  const __mmask16 m = (__mmask16)(((1u << (hi - lo)) - 1u) << lo);
+  __m512 acc = fill;
+  for (ingot_index_t r = r0; r < r1; ++r) {
+    const __m512 v = _mm512_mask_loadu_ps(fill, m, x + r * W + c0 - PW);
+    acc = is_max ? f32_max_nan_avx512(acc, v) : _mm512_add_ps(acc, v);
+  }
+  return acc;
+}
+
+INGOT_INLINE void f32_pool2d_stride1_avx512(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, ingot_index_t H,
+                                            ingot_index_t W, ingot_index_t OH, ingot_index_t OW, ingot_index_t KH,
+                                            ingot_index_t KW, ingot_index_t PH, ingot_index_t PW, ingot_index_t PH_END,
+                                            ingot_index_t PW_END, int is_max, int count_include_pad) {
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (ingot_index_t oh = 0; oh < OH; ++oh) {
+    const ingot_index_t h0 = oh - PH;
+    const ingot_index_t r0 = h0 < 0 ? 0 : h0, r1 = h0 + KH > H ? H : h0 + KH;
+    ingot_index_t rows = r1 > r0 ? r1 - r0 : 0;
+    if (count_include_pad) rows = (h0 + KH > H + PH_END ? H + PH_END : h0 + KH) - h0;
+    float* INGOT_RESTRICT yr = y + oh * OW;
+    __m512 left = f32_pool_column_sums_avx512(x, r0, r1, W, PW, 0, is_max);
+    for (ingot_index_t ow = 0; ow < OW; ow += 16) {
+      const __mmask16 m = OW - ow >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (OW - ow)) - 1u);
+      const __m512 right = KW > 1 ? f32_pool_column_sums_avx512(x, r0, r1, W, PW, ow + 16, is_max) : left;
+      __m512 acc = left;
+      for (ingot_index_t kw = 1; kw < KW; ++kw) {
+        const __m512 v = _mm512_permutex2var_ps(left, _mm512_add_epi32(lane, _mm512_set1_epi32((int)kw)), right);
+        acc = is_max ? f32_max_nan_avx512(acc, v) : _mm512_add_ps(acc, v);
+      }
+      if (!is_max) {
+        /* Window columns of outputs ow + l: [w0, w0 + KW) clipped to the input (or, with
+         * count_include_pad, to the end pad); an empty window averages to 0, as the
+         * scalar loop. */
+        const __m512i w0 = _mm512_add_epi32(lane, _mm512_set1_epi32((int)(ow - PW)));
+        __m512i lo = w0, hi = _mm512_add_epi32(w0, _mm512_set1_epi32((int)KW));
+        if (count_include_pad) {
+          hi = _mm512_min_epi32(hi, _mm512_set1_epi32((int)(W + PW_END)));
+        } else {
+          lo = _mm512_max_epi32(lo, _mm512_setzero_si512());
+          hi = _mm512_min_epi32(hi, _mm512_set1_epi32((int)W));
+        }
+        const __m512i cols = _mm512_max_epi32(_mm512_sub_epi32(hi, lo), _mm512_setzero_si512());
+        const __m512 count = _mm512_mul_ps(_mm512_set1_ps((float)rows), _mm512_cvtepi32_ps(cols));
+        const __mmask16 some = _mm512_cmp_ps_mask(count, _mm512_setzero_ps(), _CMP_GT_OQ);
+        acc = _mm512_maskz_div_ps(some, acc, count);
+      }
+      _mm512_mask_storeu_ps(yr + ow, m, acc);
+      left = right;
+    }
+  }
+}
+
 /* Small planes (padded plane within 4096 floats): the plane is copied once into a
  * -inf padded buffer on the stack, every tap is then a flat shift over it (one long
  * vector loop per tap, no bounds tests), computing the window maximum at every padded

@@ -320,6 +320,21 @@ std::string lower_pool(LoweringContext& ctx) {
                        fmt::arg("PW", pb[1])) +
            sweep;
   }
+  // Stride 1 elsewhere on AVX-512, max or average: the window's rows reduced per column,
+  // then its columns as lane shifts (f32_pool2d_stride1_avx512): KH + KW - 1 operations
+  // per 16 outputs, no bounds tests per tap.
+  if ((ctx.target_features & INGOT_FEATURE_AVX512F) && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1 &&
+      k[1] <= 17) {
+    ctx.kernel_name += "_stride1";
+    return fmt::format("  for (int64_t {planes}; ++p) f32_pool2d_stride1_avx512({y} + p * {ohw}, {x} + p * {hw}, {H}, {W}, "
+                       "{OH}, {OW}, {KH}, {KW}, {PH}, {PW}, {PHE}, {PWE}, {is_max}, {inc});\n",
+                       fmt::arg("planes", planes), fmt::arg("y", ctx.out[0]), fmt::arg("ohw", ohw), fmt::arg("x", ctx.in[0]),
+                       fmt::arg("hw", hw), fmt::arg("H", in[0]), fmt::arg("W", in[1]), fmt::arg("OH", o[0]),
+                       fmt::arg("OW", o[1]), fmt::arg("KH", k[0]), fmt::arg("KW", k[1]), fmt::arg("PH", pb[0]),
+                       fmt::arg("PW", pb[1]), fmt::arg("PHE", pe[0]), fmt::arg("PWE", pe[1]), fmt::arg("is_max", is_max ? 1 : 0),
+                       fmt::arg("inc", node.attr_int("count_include_pad", 0))) +
+           sweep;
+  }
   if (small_plane) {
     ctx.kernel_name += "_small_plane";
     std::string body = fmt::format(

@@ -815,14 +815,25 @@ TEST(KernelTest, Pools) {
     k.op("AveragePool", {k.input(wide)},
          {{"kernel_shape", I{2, 5}}, {"strides", I{1, 2}}, {"pads", I{1, 2, 0, 2}}, {"count_include_pad", inc}});
   }
+  // Stride 1 (the window's rows, then its columns as shifted loads): narrow and wide
+  // rows, asymmetric pads, pads as large as the window less one, and 1-D.
+  for (int64_t inc : {0, 1}) {
+    k.op("AveragePool", {k.input({1, 6, 14, 14})}, {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", inc}});
+    k.op("AveragePool", {k.input({1, 2, 5, 37})}, {{"kernel_shape", I{3, 4}}, {"pads", I{2, 3, 0, 1}}, {"count_include_pad", inc}});
+    k.op("AveragePool", {k.input({2, 3, 21})}, {{"kernel_shape", I{5}}, {"pads", I{2, 2}}, {"count_include_pad", inc}});
+  }
+  k.op("MaxPool", {k.input({1, 3, 30, 30})}, {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}});
+  k.op("MaxPool", {k.input({1, 2, 6, 19})}, {{"kernel_shape", I{4, 4}}, {"pads", I{3, 0, 0, 3}}});
   k.op("AveragePool", {k.input({2, 3, 10})}, {{"kernel_shape", I{4}}, {"strides", I{3}}, {"pads", I{1, 1}}});
   k.op("GlobalAveragePool", {k.input({2, 7, 11, 13})});
   k.op("GlobalAveragePool", {k.input({1, 5, 1, 1})});
   k.op("GlobalMaxPool", {k.input({2, 7, 11, 13})});
   k.op("GlobalAveragePool", {k.input({1, 3, 17})});
   testing::Compiled compiled = k.run();
-  if (testing::host_can_run("x86_64-avx512"))
+  if (testing::host_can_run("x86_64-avx512")) {
     EXPECT_NE(compiled.source.code.find("f32_maxpool2d_narrow_plane_avx512("), std::string::npos);
+    EXPECT_NE(compiled.source.code.find("f32_pool2d_stride1_avx512("), std::string::npos);
+  }
 }
 
 TEST(KernelTest, Softmax) {
@@ -1027,6 +1038,11 @@ TEST(KernelTest, TranscendentalAccuracy) {
     k.op(type, {xv}, {}, Tolerance::relative(1e-5, 1e-30));
     k.op(type, {sv}, {}, Tolerance::relative(1e-5, 1e-30));
   }
+  // Tanh has no small-|x| branch: tiny magnitudes keep their relative accuracy, large
+  // ones round to +-1, and NaN comes through.
+  Value* ends = k.input_tensor(testing::f32(
+      {12}, {1e-30f, -1e-20f, 1e-8f, -3e-5f, 0.3f, -0.55f, 9.5f, -20.0f, 1e4f, INFINITY, -INFINITY, NAN}));
+  k.op("Tanh", {ends}, {}, Tolerance::relative(1e-6, 1e-38));
   k.op("Softmax", {k.input({4, 33}, -10, 10)}, {}, Tolerance::relative(1e-5, 1e-30));
   k.op("LogSoftmax", {k.input({4, 33}, -10, 10)}, {}, Tolerance::magnitude(1e-5));
   k.run();
