@@ -652,74 +652,63 @@ std::string lower_dwconv_shifted(LoweringContext& ctx, const ConvGeometry& c) {
       fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));
 }
 
-std::string lower_dwconv_lanes(LoweringContext& ctx, const ConvGeometry& c) {
+std::string lower_dwconv_lanes(LoweringContext& ctx, const ConvGeometry& c, bool by_rows) {
   const Node& node = ctx.node;
   const Window& g = c.win;
   const int64_t HW = g.OH * g.OW;
-  auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : ""; };
   ctx.epilogue_applied = true;
   if (ctx.scratch.empty()) fail("{}: the depthwise lanes kernel needs scratch", node.describe());
   const int64_t Hp = g.H + g.PH + g.PH_END, Wp = lanes_padded_width(g);
   const int64_t blocks = (c.OC + 15) / 16;
+  const bool avx512 = (ctx.target_features & INGOT_FEATURE_AVX512F) != 0;
   ctx.headers.insert("f32_dwconv2d.h");
   // Workgroups: one per image and block of 16 channels, n * blocks + block; the block's
   // output planes are consecutive, so the epilogue then sweeps them as one flat run.
   ctx.wg_count = g.N * blocks;
-  ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s{}_lanes16_{}", g.KH, g.KW, g.SW, shape_str(node.outputs[0]->shape));
-  if (ctx.target_features & INGOT_FEATURE_AVX512F) {
-    // AVX-512: the moves between planes and lanes as 16x16 transposes, bias and an
-    // activation-only epilogue in registers before the transpose back (1152 channels
-    // of 7x7, 5x5 taps: ~68 -> ~30 us); any other epilogue sweeps the planes after.
-    std::optional<RegisterEpilogue> in_registers = register_epilogue(node, gemm_tile_for(ctx.target_features, ctx.target_arch));
-    if (in_registers) ctx.headers.insert("f32_gemm_tile.h");
-    return fmt::format(
-        "  for (int64_t wg = (int64_t)wg_begin; wg < (int64_t)wg_end; ++wg) {{\n"
-        "    const int64_t n = wg / {blocks}, c0 = (wg - n * {blocks}) * 16;\n"
-        "    const int64_t nch = {OC} - c0 < 16 ? {OC} - c0 : 16;\n"
-        "    float* planes = {y} + (n * {OC} + c0) * {OHW};\n"
-        "    f32_dwconv2d_lanes16_avx512(planes, {x} + (n * {C} + c0) * {HW}, {w} + c0 * {KK}, {bias}, nch, {H}, {W}, {OH}, "
-        "{OW}, {KH}, {KW}, {SH}, {SW}, {PH}, {PW}, {DH}, {DW}, {Hp}, {Wp}, {scratch}, {scratch} + {block}, {scratch} + "
-        "{block} + {wblock}, {act});\n"
-        "{ep}"
-        "  }}\n",
-        fmt::arg("blocks", blocks), fmt::arg("OC", c.OC), fmt::arg("y", ctx.out[0]), fmt::arg("OHW", HW),
-        fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C), fmt::arg("HW", g.H * g.W), fmt::arg("w", ctx.in[1]),
-        fmt::arg("KK", g.KH * g.KW), fmt::arg("bias", node.input(2) ? ctx.in[2] + " + c0" : "0"), fmt::arg("H", g.H),
-        fmt::arg("W", g.W), fmt::arg("OH", g.OH), fmt::arg("OW", g.OW), fmt::arg("KH", g.KH), fmt::arg("KW", g.KW),
-        fmt::arg("SH", g.SH), fmt::arg("SW", g.SW), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("DH", g.DH),
-        fmt::arg("DW", g.DW), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("scratch", ctx.scratch),
-        fmt::arg("block", Hp * Wp * 16), fmt::arg("wblock", g.KH * g.KW * 16),
-        fmt::arg("act", in_registers ? in_registers->args : "INGOT_TILE_ACT_NONE, 0.0f, 0.0f"),
-        fmt::arg("ep", in_registers || !ctx.epilogue
-                           ? std::string()
-                           : fmt::format("    for (int64_t j = 0; j < nch * {HW}; ++j) {{\n"
-                                         "      float v = planes[j];\n{ep}"
-                                         "      planes[j] = v;\n    }}\n",
-                                         fmt::arg("HW", HW),
-                                         fmt::arg("ep", epilogue(fmt::format("(n * {} + c0) * {} + j", c.OC, HW))))));
+  ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s{}_lanes16{}_{}", g.KH, g.KW, g.SW, by_rows ? "_rows" : "", shape_str(node.outputs[0]->shape));
+  // AVX-512: the moves between planes and lanes as 16x16 transposes, bias and an
+  // activation-only epilogue in registers before the transpose back (1152 channels
+  // of 7x7, 5x5 taps: ~68 -> ~30 us); any other epilogue sweeps the planes after.
+  std::optional<RegisterEpilogue> in_registers;
+  if (avx512) in_registers = register_epilogue(node, gemm_tile_for(ctx.target_features, ctx.target_arch));
+  if (in_registers) ctx.headers.insert("f32_gemm_tile.h");
+  const std::string act = in_registers ? in_registers->args : "INGOT_TILE_ACT_NONE, 0.0f, 0.0f";
+  const std::string geometry = fmt::format("{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}", g.H, g.W, g.OH, g.OW, g.KH,
+                                           g.KW, g.SH, g.SW, g.PH, g.PW, g.DH, g.DW);
+  const int64_t taps16 = g.KH * g.KW * 16;
+  std::string call;
+  if (by_rows) {
+    const int64_t ring = lanes_ring_rows(g) * Wp * 16;
+    call = fmt::format("f32_dwconv2d_lanes16_rows_avx512(planes, x, w, bias, nch, {}, {}, {s}, {s} + {}, {s} + {}, {})",
+                       geometry, Wp, ring, ring + taps16, act, fmt::arg("s", ctx.scratch));
+  } else if (avx512) {
+    const int64_t block = Hp * Wp * 16;
+    call = fmt::format("f32_dwconv2d_lanes16_avx512(planes, x, w, bias, nch, {}, {}, {}, {s}, {s} + {}, {s} + {}, {})",
+                       geometry, Hp, Wp, block, block + taps16, act, fmt::arg("s", ctx.scratch));
+  } else {
+    call = fmt::format("f32_dwconv2d_lanes16(planes, x, w, bias, nch, {}, {}, {}, {s}, {s} + {})", geometry, Hp, Wp,
+                       Hp * Wp * 16, fmt::arg("s", ctx.scratch));
   }
+  const std::string sweep =
+      in_registers || !ctx.epilogue
+          ? std::string()
+          : fmt::format("    for (int64_t j = 0; j < nch * {}; ++j) {{\n      float v = planes[j];\n{}      planes[j] = v;\n    }}\n",
+                        HW, ctx.epilogue("v", fmt::format("(n * {} + c0) * {} + j", c.OC, HW)));
   return fmt::format(
       "  for (int64_t wg = (int64_t)wg_begin; wg < (int64_t)wg_end; ++wg) {{\n"
       "    const int64_t n = wg / {blocks}, c0 = (wg - n * {blocks}) * 16;\n"
       "    const int64_t nch = {OC} - c0 < 16 ? {OC} - c0 : 16;\n"
       "    float* planes = {y} + (n * {OC} + c0) * {OHW};\n"
-      "    f32_dwconv2d_lanes16(planes, {x} + (n * {C} + c0) * {HW}, {w} + c0 * {KK}, {bias}, nch, {H}, {W}, {OH}, {OW}, "
-      "{KH}, {KW}, {SH}, {SW}, {PH}, {PW}, {DH}, {DW}, {Hp}, {Wp}, {scratch}, {scratch} + {block});\n"
-      "{ep}"
+      "    const float* x = {x} + (n * {C} + c0) * {HW};\n"
+      "    const float* w = {w} + c0 * {KK};\n"
+      "    const float* bias = {bias};\n"
+      "    {call};\n"
+      "{sweep}"
       "  }}\n",
       fmt::arg("blocks", blocks), fmt::arg("OC", c.OC), fmt::arg("y", ctx.out[0]), fmt::arg("OHW", HW),
       fmt::arg("x", ctx.in[0]), fmt::arg("C", g.C), fmt::arg("HW", g.H * g.W), fmt::arg("w", ctx.in[1]),
-      fmt::arg("KK", g.KH * g.KW), fmt::arg("bias", node.input(2) ? ctx.in[2] + " + c0" : "0"), fmt::arg("H", g.H),
-      fmt::arg("W", g.W), fmt::arg("OH", g.OH), fmt::arg("OW", g.OW), fmt::arg("KH", g.KH), fmt::arg("KW", g.KW),
-      fmt::arg("SH", g.SH), fmt::arg("SW", g.SW), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("DH", g.DH),
-      fmt::arg("DW", g.DW), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("scratch", ctx.scratch),
-      fmt::arg("block", Hp * Wp * 16),
-      fmt::arg("ep", !ctx.epilogue ? std::string()
-                                   : fmt::format("    for (int64_t j = 0; j < nch * {HW}; ++j) {{\n"
-                                                 "      float v = planes[j];\n{ep}"
-                                                 "      planes[j] = v;\n    }}\n",
-                                                 fmt::arg("HW", HW),
-                                                 fmt::arg("ep", epilogue(fmt::format("(n * {} + c0) * {} + j", c.OC, HW))))));
+      fmt::arg("KK", g.KH * g.KW), fmt::arg("bias", node.input(2) ? ctx.in[2] + " + c0" : "0"), fmt::arg("call", call),
+      fmt::arg("sweep", sweep));
 }
 
 std::string lower_dwconv_stride2(LoweringContext& ctx, const ConvGeometry& c) {

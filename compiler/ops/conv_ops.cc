@@ -33,6 +33,7 @@ bool is_pointwise_geometry(const Window& g) {
 }
 
 int64_t lanes_padded_width(const Window& g) { return g.W + g.PW + g.PW_END; }
+int64_t lanes_ring_rows(const Window& g) { return (g.KH - 1) * g.DH + 1; }
 
 int64_t transposed_tile_floats(const Window& g, int64_t width) { return (g.OH * g.OW + 7) / 8 * 8 * width; }
 
@@ -275,6 +276,7 @@ const char* conv_strategy_name(ConvStrategy s) {
     case ConvStrategy::kPhaseGemm: return "phase_gemm";
     case ConvStrategy::kIm2colGemm: return "im2col_gemm";
     case ConvStrategy::kDepthwiseLanes: return "depthwise_lanes";
+    case ConvStrategy::kDepthwiseLanesRows: return "depthwise_lanes_rows";
     case ConvStrategy::kDepthwiseShifted: return "depthwise_shifted";
     case ConvStrategy::kDepthwiseStride2: return "depthwise_stride2";
     case ConvStrategy::kDepthwisePlane: return "depthwise_plane";
@@ -296,12 +298,15 @@ ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) 
     if (target.arch == INGOT_ARCH_X86_64 && (target.features & INGOT_FEATURE_AVX2) && g.OW <= 8 && !g.one_d)
       return ConvStrategy::kDepthwiseLanes;
     // AVX-512 moves planes into lanes with 16x16 register transposes, cheap enough to
-    // pay on wider rows too: rows up to 16 outputs, or 32 with 5x5 taps and more.
-    // Measured per layer against the plane kernels: 672x14x14 3x3 68 -> 46 us,
-    // 240x28x28 5x5 180 -> 102 us, 7x7 s2 672x14x14 93 -> 40 us; 3x3 on 28-wide rows and
-    // anything on 56-wide rows stays within 5% either way or loses.
-    if ((target.features & INGOT_FEATURE_AVX512F) && !g.one_d && (g.OW <= 16 || (g.KH * g.KW >= 25 && g.OW <= 32)))
-      return ConvStrategy::kDepthwiseLanes;
+    // pay on wider rows too: rows up to 16 outputs. Measured per layer against the plane
+    // kernels: 672x14x14 3x3 68 -> 46 us, 7x7 s2 672x14x14 93 -> 40 us.
+    if ((target.features & INGOT_FEATURE_AVX512F) && !g.one_d && g.OW <= 16) return ConvStrategy::kDepthwiseLanes;
+    // Wider rows on AVX-512: the same lanes, holding only the input rows one output row
+    // reads (a ring that stays in L1/L2 whatever the plane's height) and one output row.
+    // Measured against the plane kernels and the whole-plane lanes, 3x3 to 7x7, stride 1
+    // and 2, 28- to 112-wide rows: 0.52-0.84 of their time (144x56x56 7x7 ~890 -> ~460 us,
+    // 240x28x28 3x3 ~128 -> ~70 us, 144x56x56 5x5 s2 ~190 -> ~130 us), never slower.
+    if ((target.features & INGOT_FEATURE_AVX512F) && !g.one_d) return ConvStrategy::kDepthwiseLanesRows;
     if (g.SH == 1 && g.SW == 1) return ConvStrategy::kDepthwiseShifted;
     if (g.SW == 2) return ConvStrategy::kDepthwiseStride2;
     return ConvStrategy::kDepthwisePlane;
@@ -320,7 +325,7 @@ ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) 
 }
 
 bool is_depthwise_strategy(ConvStrategy s) {
-  return s == ConvStrategy::kDepthwiseLanes || s == ConvStrategy::kDepthwiseShifted || s == ConvStrategy::kDepthwiseStride2 ||
+  return s == ConvStrategy::kDepthwiseLanes || s == ConvStrategy::kDepthwiseLanesRows || s == ConvStrategy::kDepthwiseShifted || s == ConvStrategy::kDepthwiseStride2 ||
          s == ConvStrategy::kDepthwisePlane;
 }
 
@@ -359,6 +364,10 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy) {
       // The interleaved padded block of 16 planes, the weights of 16 channels and (the
       // AVX-512 kernel) the output pixels' lane vectors.
       return (g.H + g.PH + g.PH_END) * lanes_padded_width(g) * 16 + g.KH * g.KW * 16 + g.OH * g.OW * 16;
+    case ConvStrategy::kDepthwiseLanesRows:
+      // The ring of input rows one output row reads, the weights of 16 channels and one
+      // output row's lane vectors (whole transposes of 16 pixels).
+      return lanes_ring_rows(g) * lanes_padded_width(g) * 16 + g.KH * g.KW * 16 + (g.OW + 15) / 16 * 16 * 16;
     case ConvStrategy::kDepthwiseShifted:
       // One padded plane (+ tail) and one padded-width output plane.
       return (Hp * Ws + tail + 15) / 16 * 16 + g.OH * Ws + 15;
@@ -392,7 +401,11 @@ std::string lower_conv(LoweringContext& ctx) {
         fail("{}: strategy phase_gemm needs AVX-512, which the target lacks", ctx.node.describe());
       return lower_conv_phase_gemm(ctx, c);
     case ConvStrategy::kIm2colGemm: return lower_conv_gemm(ctx, c, /*im2col=*/true);
-    case ConvStrategy::kDepthwiseLanes: return lower_dwconv_lanes(ctx, c);
+    case ConvStrategy::kDepthwiseLanes: return lower_dwconv_lanes(ctx, c, /*by_rows=*/false);
+    case ConvStrategy::kDepthwiseLanesRows:
+      if (!(ctx.target_features & INGOT_FEATURE_AVX512F))
+        fail("{}: strategy depthwise_lanes_rows needs AVX-512, which the target lacks", ctx.node.describe());
+      return lower_dwconv_lanes(ctx, c, /*by_rows=*/true);
     case ConvStrategy::kDepthwiseShifted: return lower_dwconv_shifted(ctx, c);
     case ConvStrategy::kDepthwiseStride2: return lower_dwconv_stride2(ctx, c);
     case ConvStrategy::kDepthwisePlane: return lower_dwconv_plane(ctx, c);

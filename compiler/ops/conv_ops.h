@@ -21,6 +21,8 @@ ConvGeometry conv_geometry(const Node& node);
 bool is_pointwise_geometry(const Window& g);
 // Row width of the interleaved padded block of the depthwise lanes kernel.
 int64_t lanes_padded_width(const Window& g);
+// Padded input rows one output row reads: the ring of the depthwise lanes-by-rows kernel.
+int64_t lanes_ring_rows(const Window& g);
 // Floats of the transposed GEMM's C^T buffer: every row panel of one column tile,
 // [OH * OW rounded up to 8, width].
 int64_t transposed_tile_floats(const Window& g, int64_t width);
@@ -56,6 +58,7 @@ enum class ConvStrategy {
   kPhaseGemm,            // stride S > 1, AVX-512: taps as shifts of S x S phase planes, per group
   kIm2colGemm,           // everything else with a GEMM form: im2col panels, per group
   kDepthwiseLanes,       // depthwise, output rows shorter than a vector: 16 channels in the lanes
+  kDepthwiseLanesRows,   // depthwise, AVX-512, wider rows: 16 channels in the lanes, a ring of input rows
   kDepthwiseShifted,     // depthwise stride 1: taps as shifts of one padded plane
   kDepthwiseStride2,     // depthwise column stride 2: column-parity planes
   kDepthwisePlane,       // depthwise, any other stride: row-vectorized plane kernel
@@ -89,7 +92,7 @@ constexpr int64_t kMaxTileColumns = 48;
 // One lowering per strategy; each sets ctx.kernel_name and applies the epilogue.
 std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c);
-std::string lower_dwconv_lanes(LoweringContext& ctx, const ConvGeometry& c);
+std::string lower_dwconv_lanes(LoweringContext& ctx, const ConvGeometry& c, bool by_rows);
 std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im2col);
 std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c);
 std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c);

@@ -328,6 +328,27 @@ TEST_P(HostAndPortableKernelTest, DepthwiseNarrowPlanes) {
   k.run(passes::fuse_epilogues, GetParam());
 }
 
+// Depthwise over rows wider than 16 outputs (on AVX-512 16 channels in the lanes with a
+// ring of input rows): two and a partial block of channels, a batch of two, strides 1,
+// 2 and 3, dilation, asymmetric padding taller than the kernel's reach, padded rows
+// outside the image, a fused ReLU6 (in registers) and a fused Tanh (swept after).
+TEST_P(HostAndPortableKernelTest, DepthwiseWideRows) {
+  KernelCase k(427);
+  add_conv(k, {2, 37, 9, 40}, {37, 1, 3, 3}, {{"group", int64_t{37}}, {"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {1, 20, 23, 57}, {20, 1, 7, 7}, {{"group", int64_t{20}}, {"pads", I{3, 3, 3, 3}}, {"strides", I{2, 2}}}, false);
+  add_conv(k, {1, 17, 12, 50}, {17, 1, 5, 5}, {{"group", int64_t{17}}, {"pads", I{4, 4, 4, 4}}, {"dilations", I{2, 2}}});
+  add_conv(k, {1, 16, 11, 70}, {16, 1, 3, 5}, {{"group", int64_t{16}}, {"pads", I{0, 2, 2, 1}}, {"strides", I{1, 3}}});
+  Node* c = k.inner("Conv", {k.input({1, 24, 10, 33}), k.weight({24, 1, 3, 3}), k.weight({24})},
+                    {{"group", int64_t{24}}, {"pads", I{1, 1, 1, 1}}});
+  k.output(k.inner("Clip", {c->outputs[0]}, {{"min", 0.0f}, {"max", 6.0f}})->outputs[0]);
+  Node* c2 = k.inner("Conv", {k.input({1, 18, 6, 21}), k.weight({18, 1, 3, 3})}, {{"group", int64_t{18}}, {"pads", I{1, 1, 1, 1}}});
+  k.output(k.inner("Tanh", {c2->outputs[0]})->outputs[0]);
+  testing::Compiled compiled = k.run(passes::fuse_epilogues, GetParam());
+  if (GetParam() == "host" && testing::host_can_run("x86_64-avx512")) {
+    EXPECT_NE(compiled.source.code.find("f32_dwconv2d_lanes16_rows_avx512("), std::string::npos);
+  }
+}
+
 // Bias, a residual Add and an activation (ReLU, Clip, SiLU, Sigmoid, HardSwish)
 // applied by the AVX-512 tile in registers (other tiles take the per-tile pass):
 // pointwise and strided convolutions, with and without bias, Clip with both bounds and
