@@ -88,6 +88,7 @@ INGOT_INLINE void f32_maxpool2d_narrow_plane_avx512(float* INGOT_RESTRICT y, con
 }
 #endif
 
+#if defined(__AVX512F__)
 /* Stride-1, dilation-1 max or average pooling of one plane, the window's rows first:
  * for each output row the KH input rows are reduced column by column, 16 padded
  * columns per vector (masked loads, the fill -inf for max or 0 for the sum in the pad
@@ -154,6 +155,7 @@ INGOT_INLINE void f32_pool2d_stride1_avx512(float* INGOT_RESTRICT y, const float
     }
   }
 }
+#endif
 
 /* Small planes (padded plane within 4096 floats): the plane is copied once into a
  * -inf padded buffer on the stack, every tap is then a flat shift over it (one long
