@@ -351,6 +351,69 @@ INGOT_INLINE void f32_dwconv2d_lanes16(float* INGOT_RESTRICT y, const float* ING
 }
 
 #if defined(__AVX512F__)
+/* The lanes kernels' shared steps. Weights [nch][taps] to [taps][16]. */
+INGOT_INLINE void f32_dwconv_lanes_weights_avx512(float* INGOT_RESTRICT wt, const float* INGOT_RESTRICT w, ingot_index_t nch,
+                                                  ingot_index_t taps) {
+  __m512 r[16];
+  for (ingot_index_t t0 = 0; t0 < taps; t0 += 16) {
+    const ingot_index_t n = taps - t0 < 16 ? taps - t0 : 16;
+    const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c) r[c] = c < nch ? _mm512_maskz_loadu_ps(m, w + c * taps + t0) : _mm512_setzero_ps();
+    f32_transpose16x16_avx512(r);
+    for (ingot_index_t j = 0; j < n; ++j) _mm512_storeu_ps(wt + (t0 + j) * 16, r[j]);
+  }
+}
+
+/* One output row of OW pixels' lane vectors into |yt|: tap row kh of the window is
+ * |tap_rows|[kh] (padded pixel 0 of that row), a tap one 16-lane multiply-add per
+ * output pixel, up to 8 pixels at once (independent sums), the bias as the start and
+ * an INGOT_TILE_ACT_* activation in registers at the end. */
+INGOT_INLINE void f32_dwconv_lanes_row_avx512(float* INGOT_RESTRICT yt, const float* const* tap_rows,
+                                              const float* INGOT_RESTRICT wt, __m512 b, ingot_index_t OW, ingot_index_t KH,
+                                              ingot_index_t KW, ingot_index_t SW, ingot_index_t DW, int act, float lo,
+                                              float hi) {
+  for (ingot_index_t ow0 = 0; ow0 < OW; ow0 += 8) {
+    const ingot_index_t nq = OW - ow0 < 8 ? OW - ow0 : 8;
+    __m512 acc[8];
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q) acc[q] = b;
+    for (ingot_index_t kh = 0; kh < KH; ++kh) {
+      const float* INGOT_RESTRICT row = tap_rows[kh] + ow0 * SW * 16;
+      for (ingot_index_t kw = 0; kw < KW; ++kw) {
+        const __m512 wv = _mm512_loadu_ps(wt + (kh * KW + kw) * 16);
+        const float* INGOT_RESTRICT px = row + kw * DW * 16;
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; ++q)
+          if (q < nq) acc[q] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(px + q * SW * 16), acc[q]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q)
+      if (q < nq) _mm512_storeu_ps(yt + (ow0 + q) * 16, ingot_tile_act_avx512(acc[q], act, lo, hi));
+  }
+}
+
+/* |n| pixels' lane vectors from |yt| back to the nch planes y + c * stride, 16 pixels
+ * at a time. */
+INGOT_INLINE void f32_dwconv_lanes_to_planes_avx512(float* INGOT_RESTRICT y, ingot_index_t stride,
+                                                    const float* INGOT_RESTRICT yt, ingot_index_t n_pixels, ingot_index_t nch) {
+  __m512 r[16];
+  for (ingot_index_t p0 = 0; p0 < n_pixels; p0 += 16) {
+    const ingot_index_t n = n_pixels - p0 < 16 ? n_pixels - p0 : 16;
+    const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) r[j] = j < n ? _mm512_loadu_ps(yt + (p0 + j) * 16) : _mm512_setzero_ps();
+    f32_transpose16x16_avx512(r);
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c)
+      if (c < nch) _mm512_mask_storeu_ps(y + c * stride + p0, m, r[c]);
+  }
+}
+
+/* The deepest window (KH) the lanes kernels take: their tap row tables are on the stack. */
+#define INGOT_DWCONV_LANES_MAX_KH 64
+
 /* f32_dwconv2d_lanes16 with the moves between planes and lanes as 16x16 in-register
  * transposes (a run of 16 pixels of 16 channels per step, instead of 256 scalar
  * moves), the taps as explicit 16-lane multiply-adds over a row of up to 8 outputs,
@@ -364,11 +427,11 @@ INGOT_INLINE void f32_dwconv2d_lanes16_avx512(float* INGOT_RESTRICT y, const flo
                                               ingot_index_t DW, ingot_index_t Hp, ingot_index_t Wp, float* INGOT_RESTRICT xt,
                                               float* INGOT_RESTRICT wt, float* INGOT_RESTRICT yt, int act, float lo,
                                               float hi) {
-  const ingot_index_t taps = KH * KW, HW = H * W, OHW = OH * OW;
+  const ingot_index_t HW = H * W, OHW = OH * OW;
   const __mmask16 lanes = nch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nch) - 1u);
   __m512 r[16];
   for (ingot_index_t i = 0; i < Hp * Wp; ++i) _mm512_storeu_ps(xt + i * 16, _mm512_setzero_ps());
-  /* Planes to lanes, 16 pixels at a time. */
+  /* Planes to lanes, 16 pixels at a time (across rows: narrow planes fill whole runs). */
   for (ingot_index_t p0 = 0; p0 < HW; p0 += 16) {
     const ingot_index_t n = HW - p0 < 16 ? HW - p0 : 16;
     const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
@@ -381,48 +444,14 @@ INGOT_INLINE void f32_dwconv2d_lanes16_avx512(float* INGOT_RESTRICT y, const flo
       if (++v == W) v = 0, ++h;
     }
   }
-  /* Weights [nch][taps] to [taps][16]. */
-  for (ingot_index_t t0 = 0; t0 < taps; t0 += 16) {
-    const ingot_index_t n = taps - t0 < 16 ? taps - t0 : 16;
-    const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; ++c) r[c] = c < nch ? _mm512_maskz_loadu_ps(m, w + c * taps + t0) : _mm512_setzero_ps();
-    f32_transpose16x16_avx512(r);
-    for (ingot_index_t j = 0; j < n; ++j) _mm512_storeu_ps(wt + (t0 + j) * 16, r[j]);
-  }
+  f32_dwconv_lanes_weights_avx512(wt, w, nch, KH * KW);
   const __m512 b = bias ? _mm512_maskz_loadu_ps(lanes, bias) : _mm512_setzero_ps();
+  const float* tap_rows[INGOT_DWCONV_LANES_MAX_KH];
   for (ingot_index_t oh = 0; oh < OH; ++oh) {
-    for (ingot_index_t ow0 = 0; ow0 < OW; ow0 += 8) {
-      const ingot_index_t nq = OW - ow0 < 8 ? OW - ow0 : 8;
-      __m512 acc[8];
-#pragma GCC unroll 8
-      for (int q = 0; q < 8; ++q) acc[q] = b;
-      for (ingot_index_t kh = 0; kh < KH; ++kh) {
-        const float* INGOT_RESTRICT row = xt + ((oh * SH + kh * DH) * Wp + ow0 * SW) * 16;
-        for (ingot_index_t kw = 0; kw < KW; ++kw) {
-          const __m512 wv = _mm512_loadu_ps(wt + (kh * KW + kw) * 16);
-          const float* INGOT_RESTRICT px = row + kw * DW * 16;
-#pragma GCC unroll 8
-          for (int q = 0; q < 8; ++q)
-            if (q < nq) acc[q] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(px + q * SW * 16), acc[q]);
-        }
-      }
-#pragma GCC unroll 8
-      for (int q = 0; q < 8; ++q)
-        if (q < nq) _mm512_storeu_ps(yt + (oh * OW + ow0 + q) * 16, ingot_tile_act_avx512(acc[q], act, lo, hi));
-    }
+    for (ingot_index_t kh = 0; kh < KH; ++kh) tap_rows[kh] = xt + (oh * SH + kh * DH) * Wp * 16;
+    f32_dwconv_lanes_row_avx512(yt + oh * OW * 16, tap_rows, wt, b, OW, KH, KW, SW, DW, act, lo, hi);
   }
-  /* Lanes back to planes, 16 pixels at a time. */
-  for (ingot_index_t p0 = 0; p0 < OHW; p0 += 16) {
-    const ingot_index_t n = OHW - p0 < 16 ? OHW - p0 : 16;
-    const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
-#pragma GCC unroll 16
-    for (int j = 0; j < 16; ++j) r[j] = j < n ? _mm512_loadu_ps(yt + (p0 + j) * 16) : _mm512_setzero_ps();
-    f32_transpose16x16_avx512(r);
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; ++c)
-      if (c < nch) _mm512_mask_storeu_ps(y + c * OHW + p0, m, r[c]);
-  }
+  f32_dwconv_lanes_to_planes_avx512(y, OHW, yt, OHW, nch);
 }
 
 /* f32_dwconv2d_lanes16_avx512 for wide planes, by rows: only the (KH - 1) * DH + 1
@@ -433,7 +462,6 @@ INGOT_INLINE void f32_dwconv2d_lanes16_avx512(float* INGOT_RESTRICT y, const flo
  * ring's pad columns are zeroed once; a padded row outside the image is a zero row.
  * Each tap is one aligned 16-lane multiply-add per output pixel, where a plane at a
  * time reads every tap from a different unaligned offset. */
-#define INGOT_DWCONV_LANES_MAX_KH 64
 INGOT_INLINE void f32_dwconv_lanes_fill_row_avx512(float* INGOT_RESTRICT slot, const float* INGOT_RESTRICT x,
                                                    ingot_index_t nch, ingot_index_t HW, ingot_index_t W, ingot_index_t PW) {
   __m512 r[16];
@@ -455,24 +483,16 @@ INGOT_INLINE void f32_dwconv2d_lanes16_rows_avx512(float* INGOT_RESTRICT y, cons
                                                    ingot_index_t DW, ingot_index_t Wp, float* INGOT_RESTRICT ring,
                                                    float* INGOT_RESTRICT wt, float* INGOT_RESTRICT yt, int act, float lo,
                                                    float hi) {
-  const ingot_index_t taps = KH * KW, HW = H * W, OHW = OH * OW, span = (KH - 1) * DH + 1;
+  const ingot_index_t HW = H * W, OHW = OH * OW, span = (KH - 1) * DH + 1;
   const __mmask16 lanes = nch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nch) - 1u);
-  __m512 r[16];
   for (ingot_index_t i = 0; i < span * Wp; ++i) _mm512_storeu_ps(ring + i * 16, _mm512_setzero_ps());
-  /* Weights [nch][taps] to [taps][16]. */
-  for (ingot_index_t t0 = 0; t0 < taps; t0 += 16) {
-    const ingot_index_t n = taps - t0 < 16 ? taps - t0 : 16;
-    const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; ++c) r[c] = c < nch ? _mm512_maskz_loadu_ps(m, w + c * taps + t0) : _mm512_setzero_ps();
-    f32_transpose16x16_avx512(r);
-    for (ingot_index_t j = 0; j < n; ++j) _mm512_storeu_ps(wt + (t0 + j) * 16, r[j]);
-  }
+  f32_dwconv_lanes_weights_avx512(wt, w, nch, KH * KW);
   /* Padded rows [0, filled) are in the ring. */
   ingot_index_t filled = 0;
   const __m512 b = bias ? _mm512_maskz_loadu_ps(lanes, bias) : _mm512_setzero_ps();
+  const float* tap_rows[INGOT_DWCONV_LANES_MAX_KH];
   for (ingot_index_t oh = 0; oh < OH; ++oh) {
-    const ingot_index_t first = oh * SH, last = first + span;  /* padded rows [first, last) */
+    const ingot_index_t first = oh * SH, last = first + span; /* padded rows [first, last) */
     if (filled < first) filled = first;
     for (; filled < last; ++filled) {
       float* INGOT_RESTRICT slot = ring + (filled % span) * Wp * 16;
@@ -482,40 +502,11 @@ INGOT_INLINE void f32_dwconv2d_lanes16_rows_avx512(float* INGOT_RESTRICT y, cons
       else
         for (ingot_index_t i = PW; i < PW + W; ++i) _mm512_storeu_ps(slot + i * 16, _mm512_setzero_ps());
     }
-    /* The ring slots of this output row's taps, found once per row (a division per
-     * tap row and block of outputs cost as much as the block's multiply-adds). */
-    const float* tap_rows[INGOT_DWCONV_LANES_MAX_KH];
+    /* The ring slots of this row's taps, found once per row (a division per tap row
+     * and block of outputs cost as much as the block's multiply-adds). */
     for (ingot_index_t kh = 0; kh < KH; ++kh) tap_rows[kh] = ring + ((first + kh * DH) % span) * Wp * 16;
-    for (ingot_index_t ow0 = 0; ow0 < OW; ow0 += 8) {
-      const ingot_index_t nq = OW - ow0 < 8 ? OW - ow0 : 8;
-      __m512 acc[8];
-#pragma GCC unroll 8
-      for (int q = 0; q < 8; ++q) acc[q] = b;
-      for (ingot_index_t kh = 0; kh < KH; ++kh) {
-        const float* INGOT_RESTRICT row = tap_rows[kh] + ow0 * SW * 16;
-        for (ingot_index_t kw = 0; kw < KW; ++kw) {
-          const __m512 wv = _mm512_loadu_ps(wt + (kh * KW + kw) * 16);
-          const float* INGOT_RESTRICT px = row + kw * DW * 16;
-#pragma GCC unroll 8
-          for (int q = 0; q < 8; ++q)
-            if (q < nq) acc[q] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(px + q * SW * 16), acc[q]);
-        }
-      }
-#pragma GCC unroll 8
-      for (int q = 0; q < 8; ++q)
-        if (q < nq) _mm512_storeu_ps(yt + (ow0 + q) * 16, ingot_tile_act_avx512(acc[q], act, lo, hi));
-    }
-    /* The row's lanes back to planes, 16 pixels at a time. */
-    for (ingot_index_t p0 = 0; p0 < OW; p0 += 16) {
-      const ingot_index_t n = OW - p0 < 16 ? OW - p0 : 16;
-      const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
-#pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) r[j] = j < n ? _mm512_loadu_ps(yt + (p0 + j) * 16) : _mm512_setzero_ps();
-      f32_transpose16x16_avx512(r);
-#pragma GCC unroll 16
-      for (int c = 0; c < 16; ++c)
-        if (c < nch) _mm512_mask_storeu_ps(y + c * OHW + oh * OW + p0, m, r[c]);
-    }
+    f32_dwconv_lanes_row_avx512(yt, tap_rows, wt, b, OW, KH, KW, SW, DW, act, lo, hi);
+    f32_dwconv_lanes_to_planes_avx512(y + oh * OW, OHW, yt, OW, nch);
   }
 }
 #endif

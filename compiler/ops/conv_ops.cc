@@ -291,22 +291,25 @@ ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) 
   const ConvGeometry c = conv_geometry(node);
   const Window& g = c.win;
   if (c.ICG == 1 && c.OCG == 1) {
+    // The lanes kernels keep a table of the window's rows on the stack
+    // (INGOT_DWCONV_LANES_MAX_KH in f32_dwconv2d.h); deeper windows take the plane kernels.
+    const bool lanes_fit = !g.one_d && g.KH <= 64;
     // Rows of 8 outputs or fewer (7x7 planes, and 14x14 ones at stride 2) on x86: 16
     // channels at a time in the vector lanes. Measured on 5x5 and 7x7 kernels over
     // 672-1152 channels: 1.5-3x faster than a plane at a time there (the portable
     // lanes kernel; on 14-wide rows its scalar interleave made it no faster).
-    if (target.arch == INGOT_ARCH_X86_64 && (target.features & INGOT_FEATURE_AVX2) && g.OW <= 8 && !g.one_d)
+    if (target.arch == INGOT_ARCH_X86_64 && (target.features & INGOT_FEATURE_AVX2) && g.OW <= 8 && lanes_fit)
       return ConvStrategy::kDepthwiseLanes;
     // AVX-512 moves planes into lanes with 16x16 register transposes, cheap enough to
     // pay on wider rows too: rows up to 16 outputs. Measured per layer against the plane
     // kernels: 672x14x14 3x3 68 -> 46 us, 7x7 s2 672x14x14 93 -> 40 us.
-    if ((target.features & INGOT_FEATURE_AVX512F) && !g.one_d && g.OW <= 16) return ConvStrategy::kDepthwiseLanes;
+    if ((target.features & INGOT_FEATURE_AVX512F) && lanes_fit && g.OW <= 16) return ConvStrategy::kDepthwiseLanes;
     // Wider rows on AVX-512: the same lanes, holding only the input rows one output row
     // reads (a ring that stays in L1/L2 whatever the plane's height) and one output row.
     // Measured against the plane kernels and the whole-plane lanes, 3x3 to 7x7, stride 1
     // and 2, 28- to 112-wide rows: 0.52-0.84 of their time (144x56x56 7x7 ~890 -> ~460 us,
     // 240x28x28 3x3 ~128 -> ~70 us, 144x56x56 5x5 s2 ~190 -> ~130 us), never slower.
-    if ((target.features & INGOT_FEATURE_AVX512F) && !g.one_d) return ConvStrategy::kDepthwiseLanesRows;
+    if ((target.features & INGOT_FEATURE_AVX512F) && lanes_fit) return ConvStrategy::kDepthwiseLanesRows;
     if (g.SH == 1 && g.SW == 1) return ConvStrategy::kDepthwiseShifted;
     if (g.SW == 2) return ConvStrategy::kDepthwiseStride2;
     return ConvStrategy::kDepthwisePlane;

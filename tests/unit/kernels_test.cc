@@ -331,13 +331,16 @@ TEST_P(HostAndPortableKernelTest, DepthwiseNarrowPlanes) {
 // Depthwise over rows wider than 16 outputs (on AVX-512 16 channels in the lanes with a
 // ring of input rows): two and a partial block of channels, a batch of two, strides 1,
 // 2 and 3, dilation, asymmetric padding taller than the kernel's reach, padded rows
-// outside the image, a fused ReLU6 (in registers) and a fused Tanh (swept after).
+// outside the image, a fused ReLU6 (in registers) and a fused Tanh (swept after); a
+// window deeper than the lanes take.
 TEST_P(HostAndPortableKernelTest, DepthwiseWideRows) {
   KernelCase k(427);
   add_conv(k, {2, 37, 9, 40}, {37, 1, 3, 3}, {{"group", int64_t{37}}, {"pads", I{1, 1, 1, 1}}});
   add_conv(k, {1, 20, 23, 57}, {20, 1, 7, 7}, {{"group", int64_t{20}}, {"pads", I{3, 3, 3, 3}}, {"strides", I{2, 2}}}, false);
   add_conv(k, {1, 17, 12, 50}, {17, 1, 5, 5}, {{"group", int64_t{17}}, {"pads", I{4, 4, 4, 4}}, {"dilations", I{2, 2}}});
   add_conv(k, {1, 16, 11, 70}, {16, 1, 3, 5}, {{"group", int64_t{16}}, {"pads", I{0, 2, 2, 1}}, {"strides", I{1, 3}}});
+  // A window deeper than the lanes kernels' row table (64 rows): the plane kernels.
+  add_conv(k, {1, 3, 70, 20}, {3, 1, 65, 1}, {{"group", int64_t{3}}, {"pads", I{32, 0, 32, 0}}});
   Node* c = k.inner("Conv", {k.input({1, 24, 10, 33}), k.weight({24, 1, 3, 3}), k.weight({24})},
                     {{"group", int64_t{24}}, {"pads", I{1, 1, 1, 1}}});
   k.output(k.inner("Clip", {c->outputs[0]}, {{"min", 0.0f}, {"max", 6.0f}})->outputs[0]);
