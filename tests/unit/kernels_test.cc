@@ -255,8 +255,9 @@ TEST_P(GemmKernelTest, GroupedConvAsGemm) {
   EXPECT_GE(grouped, 9);
   for (const std::string& name : c.source.kernel_names) {
     EXPECT_EQ(name.find("direct"), std::string::npos) << name << ": a grouped conv fell back to a scalar loop";
-    if (name.rfind("f32_conv", 0) == 0 && name.find("_g") != std::string::npos)
+    if (name.rfind("f32_conv", 0) == 0 && name.find("_g") != std::string::npos) {
       EXPECT_NE(name.find("gemm"), std::string::npos) << name;
+    }
   }
 }
 
@@ -447,8 +448,8 @@ TEST_P(GemmKernelTest, TransposedConvAnyKernel) {
   for (const auto& n : k.graph().nodes()) transposed += n->op_type == "Conv" && n->attr_int("b_panel_width", 0) == tile.nr;
   // Narrower tiles waste less on these pixel counts, so fewer of them turn (16-wide
   // ones none); every result is checked all the same.
-  if (tile.nr == 48) EXPECT_EQ(transposed, 5);
-  if (tile.nr > 16) EXPECT_GE(transposed, 1);
+  if (tile.nr == 48) { EXPECT_EQ(transposed, 5); }
+  if (tile.nr > 16) { EXPECT_GE(transposed, 1); }
 }
 
 // MobileNet blocks fused into one banded InvertedResidual dispatch (AVX-512 host
@@ -551,7 +552,7 @@ TEST_P(GemmKernelTest, WinogradConv) {
   EXPECT_EQ(winograd, 12);
   // Images of few tiles with 256 or more input channels run their GEMMs transposed on
   // the 48-wide AVX-512 tile.
-  if (ops::gemm_tile_for(traits.features).nr == 48) EXPECT_EQ(transposed, 1);
+  if (ops::gemm_tile_for(traits.features).nr == 48) { EXPECT_EQ(transposed, 1); }
   EXPECT_NE(compiled.source.code.find("f32_winograd_f2k3_input"), std::string::npos);
   EXPECT_NE(compiled.source.code.find("f32_winograd_f4k3_input"), std::string::npos);
 }
@@ -880,8 +881,9 @@ TEST(KernelTest, Softmax) {
   k.op("Softmax", {masked->outputs[0]});
   testing::Compiled compiled = k.run();
   // Rows along the last axis take the 16-lane kernel on AVX-512 hosts.
-  if (testing::host_can_run("x86_64-avx512"))
+  if (testing::host_can_run("x86_64-avx512")) {
     EXPECT_NE(compiled.source.code.find("f32_softmax_row_avx512("), std::string::npos);
+  }
 }
 
 TEST(KernelTest, Transpose) {
@@ -901,8 +903,9 @@ TEST(KernelTest, Transpose) {
   k.op("Transpose", {k.input({2, 16, 10, 24})}, {{"perm", I{0, 3, 1, 2}}}, Tolerance::exact());
   k.op("Transpose", {k.input({1, 32, 48})}, {{"perm", I{0, 2, 1}}}, Tolerance::exact());
   testing::Compiled compiled = k.run();
-  if (testing::host_can_run("x86_64-avx512"))
+  if (testing::host_can_run("x86_64-avx512")) {
     EXPECT_NE(compiled.source.code.find("x32_transpose_panel_avx512("), std::string::npos);
+  }
 }
 
 TEST(KernelTest, Concat) {
