@@ -351,16 +351,24 @@ INGOT_INLINE void f32_dwconv2d_lanes16(float* INGOT_RESTRICT y, const float* ING
 }
 
 #if defined(__AVX512F__)
+/* Rows src + c * stride (c < nch, the rest zero) of n <= 16 floats each, transposed:
+ * r[j] lane c is element j of row c. The lanes kernels move planes and weights into
+ * lanes this way. */
+INGOT_INLINE void f32_dwconv_lanes_load16_avx512(__m512 r[16], const float* INGOT_RESTRICT src, ingot_index_t stride,
+                                                 ingot_index_t nch, ingot_index_t n) {
+  const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+#pragma GCC unroll 16
+  for (int c = 0; c < 16; ++c) r[c] = c < nch ? _mm512_maskz_loadu_ps(m, src + c * stride) : _mm512_setzero_ps();
+  f32_transpose16x16_avx512(r);
+}
+
 /* The lanes kernels' shared steps. Weights [nch][taps] to [taps][16]. */
 INGOT_INLINE void f32_dwconv_lanes_weights_avx512(float* INGOT_RESTRICT wt, const float* INGOT_RESTRICT w, ingot_index_t nch,
                                                   ingot_index_t taps) {
   __m512 r[16];
   for (ingot_index_t t0 = 0; t0 < taps; t0 += 16) {
     const ingot_index_t n = taps - t0 < 16 ? taps - t0 : 16;
-    const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; ++c) r[c] = c < nch ? _mm512_maskz_loadu_ps(m, w + c * taps + t0) : _mm512_setzero_ps();
-    f32_transpose16x16_avx512(r);
+    f32_dwconv_lanes_load16_avx512(r, w + t0, taps, nch, n);
     for (ingot_index_t j = 0; j < n; ++j) _mm512_storeu_ps(wt + (t0 + j) * 16, r[j]);
   }
 }
@@ -434,10 +442,7 @@ INGOT_INLINE void f32_dwconv2d_lanes16_avx512(float* INGOT_RESTRICT y, const flo
   /* Planes to lanes, 16 pixels at a time (across rows: narrow planes fill whole runs). */
   for (ingot_index_t p0 = 0; p0 < HW; p0 += 16) {
     const ingot_index_t n = HW - p0 < 16 ? HW - p0 : 16;
-    const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; ++c) r[c] = c < nch ? _mm512_maskz_loadu_ps(m, x + c * HW + p0) : _mm512_setzero_ps();
-    f32_transpose16x16_avx512(r);
+    f32_dwconv_lanes_load16_avx512(r, x + p0, HW, nch, n);
     ingot_index_t h = p0 / W, v = p0 - h * W;
     for (ingot_index_t j = 0; j < n; ++j) {
       _mm512_storeu_ps(xt + ((h + PH) * Wp + v + PW) * 16, r[j]);
@@ -467,10 +472,7 @@ INGOT_INLINE void f32_dwconv_lanes_fill_row_avx512(float* INGOT_RESTRICT slot, c
   __m512 r[16];
   for (ingot_index_t v0 = 0; v0 < W; v0 += 16) {
     const ingot_index_t n = W - v0 < 16 ? W - v0 : 16;
-    const __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; ++c) r[c] = c < nch ? _mm512_maskz_loadu_ps(m, x + c * HW + v0) : _mm512_setzero_ps();
-    f32_transpose16x16_avx512(r);
+    f32_dwconv_lanes_load16_avx512(r, x + v0, HW, nch, n);
     for (ingot_index_t j = 0; j < n; ++j) _mm512_storeu_ps(slot + (PW + v0 + j) * 16, r[j]);
   }
 }
