@@ -147,22 +147,42 @@ INGOT_INLINE __m256i f32_gemm_avx2_mask(ingot_index_t valid) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* Full vectors use plain loads and stores; only a partial edge vector is masked. A mask
+/* The AVX-512 tile's contract on 8-lane vectors: C[mr x nr] (+)= A * B, then bias,
+ * residual and activation in registers before the store, K in resumable blocks and
+ * optional L2 prefetches (see f32_gemm_tile_8x48_avx512_blk).
+ * Full vectors use plain loads and stores; only a partial edge vector is masked. A mask
  * held across the K loop is a 17th ymm register, which spills an accumulator every k,
  * and AMD cores run vmaskmovps stores microcoded (~12 cycles each): with both, the tile
  * ran at 35-55% of peak on Zen 3, without them at 85-95%. */
-INGOT_INLINE void f32_gemm_tile_4x24_avx2(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
-                                          ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b, ingot_index_t ldb, ingot_index_t K,
-                                          ingot_index_t mr, ingot_index_t nr) {
+INGOT_INLINE __m256 f32_gemm_avx2_load(const float* p, ingot_index_t nr, int v) {
+  if (nr >= 8 * (v + 1)) return _mm256_loadu_ps(p + 8 * v);
+  if (nr > 8 * v) return _mm256_maskload_ps(p + 8 * v, f32_gemm_avx2_mask(nr - 8 * v));
+  return _mm256_setzero_ps();
+}
+
+INGOT_INLINE void f32_gemm_avx2_store(float* p, ingot_index_t nr, int v, __m256 x) {
+  if (nr >= 8 * (v + 1)) _mm256_storeu_ps(p + 8 * v, x);
+  else if (nr > 8 * v) _mm256_maskstore_ps(p + 8 * v, f32_gemm_avx2_mask(nr - 8 * v), x);
+}
+
+INGOT_INLINE void f32_gemm_tile_4x24_avx2_blk(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                              ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b,
+                                              ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
+                                              const float* INGOT_RESTRICT bias, const float* res, int act, float lo,
+                                              float hi, int resume, const char* pf, ingot_index_t pf_lines) {
   __m256 acc[4][3];
-  const __m256i m0 = f32_gemm_avx2_mask(nr), m1 = f32_gemm_avx2_mask(nr - 8), m2 = f32_gemm_avx2_mask(nr - 16);
 #pragma GCC unroll 4
-  for (int r = 0; r < 4; ++r) acc[r][0] = acc[r][1] = acc[r][2] = _mm256_setzero_ps();
+  for (int r = 0; r < 4; ++r) {
+    acc[r][0] = acc[r][1] = acc[r][2] = _mm256_setzero_ps();
+    if (resume && r < mr) {
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; ++v) acc[r][v] = f32_gemm_avx2_load(c + r * ldc, nr, v);
+    }
+  }
   for (ingot_index_t k = 0; k < K; ++k) {
     const float* bk = b + k * ldb;
-    const __m256 b0 = nr >= 8 ? _mm256_loadu_ps(bk) : _mm256_maskload_ps(bk, m0);
-    const __m256 b1 = nr >= 16 ? _mm256_loadu_ps(bk + 8) : nr > 8 ? _mm256_maskload_ps(bk + 8, m1) : _mm256_setzero_ps();
-    const __m256 b2 = nr >= 24 ? _mm256_loadu_ps(bk + 16) : nr > 16 ? _mm256_maskload_ps(bk + 16, m2) : _mm256_setzero_ps();
+    if (k < pf_lines) _mm_prefetch(pf + k * 64, _MM_HINT_T2);
+    const __m256 b0 = f32_gemm_avx2_load(bk, nr, 0), b1 = f32_gemm_avx2_load(bk, nr, 1), b2 = f32_gemm_avx2_load(bk, nr, 2);
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
       if (r < mr) {
@@ -176,11 +196,44 @@ INGOT_INLINE void f32_gemm_tile_4x24_avx2(float* INGOT_RESTRICT c, ingot_index_t
 #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
     if (r < mr) {
-      if (nr >= 8) _mm256_storeu_ps(c + r * ldc, acc[r][0]); else _mm256_maskstore_ps(c + r * ldc, m0, acc[r][0]);
-      if (nr >= 16) _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]); else if (nr > 8) _mm256_maskstore_ps(c + r * ldc + 8, m1, acc[r][1]);
-      if (nr >= 24) _mm256_storeu_ps(c + r * ldc + 16, acc[r][2]); else if (nr > 16) _mm256_maskstore_ps(c + r * ldc + 16, m2, acc[r][2]);
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; ++v) {
+        if (v > 0 && nr <= 8 * v) continue;
+        if (bias) acc[r][v] = _mm256_add_ps(acc[r][v], _mm256_set1_ps(bias[r]));
+        if (res) acc[r][v] = _mm256_add_ps(acc[r][v], f32_gemm_avx2_load(res + r * ldc, nr, v));
+        acc[r][v] = ingot_tile_act_avx2(acc[r][v], act, lo, hi);
+        f32_gemm_avx2_store(c + r * ldc, nr, v, acc[r][v]);
+      }
     }
   }
+}
+
+/* f32_tile_bias_act_avx512 on 8-lane vectors. */
+INGOT_INLINE void f32_tile_bias_act_avx2(float* INGOT_RESTRICT t, ingot_index_t ldt, ingot_index_t mr, ingot_index_t nr,
+                                         const float* row_bias, const float* col_bias, int act, float lo, float hi) {
+  for (ingot_index_t r = 0; r < mr; ++r) {
+    for (ingot_index_t j = 0; j < nr; j += 8) {
+      const ingot_index_t n = nr - j;
+      __m256 v = f32_gemm_avx2_load(t + r * ldt + j, n, 0);
+      if (row_bias) v = _mm256_add_ps(v, _mm256_set1_ps(row_bias[r]));
+      if (col_bias) v = _mm256_add_ps(v, f32_gemm_avx2_load(col_bias + j, n, 0));
+      f32_gemm_avx2_store(t + r * ldt + j, n, 0, ingot_tile_act_avx2(v, act, lo, hi));
+    }
+  }
+}
+
+INGOT_INLINE void f32_gemm_tile_4x24_avx2_act(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                              ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b,
+                                              ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
+                                              const float* INGOT_RESTRICT bias, const float* res, int act, float lo,
+                                              float hi) {
+  f32_gemm_tile_4x24_avx2_blk(c, ldc, a, lda, aks, b, ldb, K, mr, nr, bias, res, act, lo, hi, 0, 0, 0);
+}
+
+INGOT_INLINE void f32_gemm_tile_4x24_avx2(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                          ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b, ingot_index_t ldb, ingot_index_t K,
+                                          ingot_index_t mr, ingot_index_t nr) {
+  f32_gemm_tile_4x24_avx2_act(c, ldc, a, lda, aks, b, ldb, K, mr, nr, 0, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f);
 }
 #endif
 

@@ -207,6 +207,49 @@ INGOT_INLINE __m512 ingot_tile_act_avx512(__m512 v, int act, float lo, float hi)
 }
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+/* ingot_expf on 8 lanes without the selects at the ends, as ingot_expf_avx512_clamped:
+ * 2^k as the scalar form's two exponent-bit factors (AVX2 has no scalef). */
+INGOT_INLINE __m256 ingot_expf_avx2_clamped(__m256 x) {
+  const __m256 xc = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.7228317f)), _mm256_set1_ps(-103.9f));
+  const __m256 round = _mm256_set1_ps(12582912.0f);
+  const __m256 kf = _mm256_sub_ps(_mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504f), round), round);
+  const __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(1.42860677e-6f), _mm256_fnmadd_ps(kf, _mm256_set1_ps(0.693145752f), xc));
+  __m256 p = _mm256_fmadd_ps(r, _mm256_set1_ps(0.00138888834f), _mm256_set1_ps(0.00833345205f));
+  p = _mm256_fmadd_ps(r, p, _mm256_set1_ps(0.0416666418f));
+  p = _mm256_fmadd_ps(r, p, _mm256_set1_ps(0.166666672f));
+  p = _mm256_fmadd_ps(r, p, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(r, p, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(r, p, _mm256_set1_ps(1.0f));
+  const __m256i k = _mm256_cvtps_epi32(kf), k1 = _mm256_srai_epi32(k, 1), k2 = _mm256_sub_epi32(k, k1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* An INGOT_TILE_ACT_* activation on 8 lanes, as ingot_tile_act_avx512 (the same
+ * formulas and NaN handling). */
+INGOT_INLINE __m256 ingot_tile_act_avx2(__m256 v, int act, float lo, float hi) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  if (act == INGOT_TILE_ACT_RELU) return _mm256_max_ps(_mm256_setzero_ps(), v);
+  if (act == INGOT_TILE_ACT_CLIP) return _mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), v));
+  if (act == INGOT_TILE_ACT_SILU || act == INGOT_TILE_ACT_SIGMOID) {
+    const __m256 minus_v = _mm256_xor_ps(v, _mm256_set1_ps(-0.0f));
+    const __m256 denominator = _mm256_add_ps(one, ingot_expf_avx2_clamped(minus_v));
+    if (act == INGOT_TILE_ACT_SILU) return _mm256_div_ps(v, denominator);
+    return _mm256_blendv_ps(_mm256_div_ps(one, denominator), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  if (act == INGOT_TILE_ACT_HARDSWISH) {
+    const __m256 gate = _mm256_fmadd_ps(v, _mm256_set1_ps(1.0f / 6.0f), _mm256_set1_ps(0.5f));
+    return _mm256_mul_ps(v, _mm256_min_ps(one, _mm256_max_ps(_mm256_setzero_ps(), gate)));
+  }
+  return v;
+}
+#endif
+
 /* tanh|x| = -m / (2 + m) with m = expm1(-2|x|) in (-1, 0]. m = 2^k (e^r - 1) + (2^k - 1)
  * keeps its relative accuracy near 0 (e^r - 1 is r times a series, 2^k - 1 is exact),
  * so there is no small-|x| branch: one exp reduction, one power-of-two factor (the

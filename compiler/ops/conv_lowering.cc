@@ -57,7 +57,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   // last). The AVX-512 tile has each row panel prefetch its share of that next block
   // while the current one is in L1, so the first pass over a block does not wait on
   // memory (1x1 512 -> 2048 on a 7x7 image with cold weights: ~840 -> ~600 us).
-  const bool prefetch = tile.kernel == "f32_gemm_tile_8x48_avx512";
+  const bool prefetch = tile.full_contract;
   const int64_t row_panels = (HW + tile.mr - 1) / tile.mr;
   const int64_t block_lines = std::min(loops.k_block, K) * width * 4 / 64;
   const int64_t lines_per_panel = (block_lines + row_panels - 1) / row_panels;
@@ -86,12 +86,12 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   ctx.wg_count = g.N * c.G * units;
   if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
   // Bias (per column here) and an activation-only epilogue run on the tile in scratch,
-  // 16 channels per vector (f32_tile_bias_act_avx512); the transposed store then copies.
+  // a vector of channels at a time (GemmTile::bias_act); the transposed store then copies.
   std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile);
   loops.after_tile = [&, width](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
     std::string in_place, bias_term = bias, ep = epilogue(fmt::format("(n * {} + oc0 + oc) * {} + ({}) + r", c.OC, HW, m0));
     if (in_registers && (!bias_term.empty() || !ep.empty())) {
-      in_place = fmt::format("      f32_tile_bias_act_avx512(ct + ({}) * {}, {}, {}, {}, 0, {}, {});\n", m0, width, width, mr, nr,
+      in_place = fmt::format("      {}(ct + ({}) * {}, {}, {}, {}, 0, {}, {});\n", tile.bias_act, m0, width, width, mr, nr,
                              node.input(2) ? fmt::format("{} + oc0 + ({})", ctx.in[2], n0) : "0", in_registers->args);
       bias_term.clear();
       ep.clear();

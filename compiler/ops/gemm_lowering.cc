@@ -11,13 +11,13 @@ namespace ingot::ops {
 
 GemmTile gemm_tile_for(uint32_t features, uint32_t arch) {
   if (arch == INGOT_ARCH_ARM_CORTEX_M) return {"f32_gemm_tile_2x8_portable", 2, 8};
-  if (features & INGOT_FEATURE_AVX512F) return {"f32_gemm_tile_8x48_avx512", 8, 48};
-  if ((features & INGOT_FEATURE_AVX2) && (features & INGOT_FEATURE_FMA)) return {"f32_gemm_tile_4x24_avx2", 4, 24};
+  if (features & INGOT_FEATURE_AVX512F) return {"f32_gemm_tile_8x48_avx512", 8, 48, true, "f32_tile_bias_act_avx512"};
+  if ((features & INGOT_FEATURE_AVX2) && (features & INGOT_FEATURE_FMA)) return {"f32_gemm_tile_4x24_avx2", 4, 24, true, "f32_tile_bias_act_avx2"};
   return {"f32_gemm_tile_4x16_portable", 4, 16};
 }
 
 int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes) {
-  if (l1d_bytes <= 0 || tile.kernel != "f32_gemm_tile_8x48_avx512") return K;
+  if (l1d_bytes <= 0 || !tile.full_contract) return K;
   const int64_t fit = std::max<int64_t>(16, l1d_bytes / 2 / (tile.nr * 4) / 8 * 8);
   if (K <= fit) return K;
   const int64_t blocks = (K + fit - 1) / fit;
@@ -25,20 +25,20 @@ int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes) {
 }
 
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
-  const bool avx512 = t.kernel == "f32_gemm_tile_8x48_avx512";
-  const bool in_registers = !g.reg_act.empty() && !g.tile_call && avx512;
+  const bool full = t.full_contract;
+  const bool in_registers = !g.reg_act.empty() && !g.tile_call && full;
   const bool blocked = g.tile_call_k && g.k_block > 0 && g.k_block < g.K;
   const bool rows_outer = g.rows_outer && !g.pack_b && !blocked;
   const int64_t row_panels = (g.M + t.mr - 1) / t.mr;
-  // Prefetches the AVX-512 tile issues, a line per k step (at most K lines), for
+  // Prefetches the tile issues, a line per k step (at most K lines), for
   // operands that come from memory once per layer:
   // - A in contiguous rows (row-major weights): each row panel prefetches the next
   //   panel's 8 rows, one stream of 8 * K floats (GemmLoops::prefetch_a);
   // - B in compile-time panels (weights [N/NR][K][NR]), column tiles outer: the next
   //   column tile's panel follows the current one in memory, and each row panel
   //   prefetches its share of it while the current panel sits in L1/L2.
-  const bool prefetch_a = avx512 && g.prefetch_a && g.aks == 1 && g.lda == g.K && !g.tile_call && !g.tile_call_k;
-  const bool prefetch_b = avx512 && g.b_in_panels && !g.pack_b && !g.tile_call && !g.tile_call_k && !rows_outer;
+  const bool prefetch_a = full && g.prefetch_a && g.aks == 1 && g.lda == g.K && !g.tile_call && !g.tile_call_k;
+  const bool prefetch_b = full && g.b_in_panels && !g.pack_b && !g.tile_call && !g.tile_call_k && !rows_outer;
   const int64_t a_lines = std::min<int64_t>(g.K, t.mr * g.K * 4 / 64);
   const int64_t b_lines = std::min<int64_t>(g.K, (g.K * t.nr * 4 / 64 + row_panels - 1) / row_panels);
   // Full tiles run in loops with literal sizes; the edge row panel and edge column
@@ -186,7 +186,7 @@ std::string workgroup_window(int64_t workgroups, const std::string& first, int64
 }
 
 std::optional<RegisterEpilogue> register_epilogue(const Node& node, const GemmTile& tile, bool allow_residual) {
-  if (tile.kernel != "f32_gemm_tile_8x48_avx512") return std::nullopt;
+  if (!tile.full_contract) return std::nullopt;
   RegisterEpilogue r;
   size_t next = 0;
   // A residual Add: an operand with the output's own shape (and so its layout), added

@@ -15,6 +15,13 @@ namespace ingot::ops {
 struct GemmTile {
   std::string kernel;  // f32_gemm_tile_8x48_avx512, ...
   int64_t mr, nr;
+  // The tile has the full contract (the AVX-512 and AVX2 tiles): a `_act` form that
+  // applies a register epilogue before its store, and a `_blk` form that also resumes
+  // C's sums (K in blocks) and prefetches a stream into L2.
+  bool full_contract = false;
+  // The in-place bias and activation over a finished tile in scratch, with the tile's
+  // vector width (f32_tile_bias_act_avx512, ...); empty: none.
+  std::string bias_act{};
 };
 
 // The widest register tile the target's ISA supports; microcontrollers get a small
@@ -88,7 +95,7 @@ bool gemm_rows_outer(int64_t M, int64_t K, int64_t N, int64_t l2_bytes);
 // The K block for GEMMs of depth K on |tile| with an L1 data cache of |l1d_bytes|: a
 // block of the B panel takes about half the L1; blocks are balanced and a multiple of
 // 8 deep. K itself (one block) when it fits, the L1 is unknown (0) or the tile cannot
-// resume sums (only f32_gemm_tile_8x48_avx512 can, through its _blk form).
+// resume sums (GemmTile::full_contract).
 int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes);
 
 

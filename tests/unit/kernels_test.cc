@@ -395,13 +395,15 @@ TEST_P(GemmKernelTest, ConvRegisterEpilogues) {
   // (gemm_rows_outer), with an edge panel and an edge column tile.
   conv_then({1, 300, 14, 14}, {1030, 300, 1, 1}, {}, true, "Relu", {});
   testing::Compiled c = k.run(passes::fuse_epilogues, GetParam());
-  bool avx512 = (target::resolve(GetParam()).features & INGOT_FEATURE_AVX512F) != 0;
-  EXPECT_EQ(c.source.code.find("INGOT_TILE_ACT_RELU") != std::string::npos, avx512);
-  EXPECT_EQ(c.source.code.find("INGOT_TILE_ACT_SILU") != std::string::npos, avx512);
-  EXPECT_EQ(c.source.code.find("const float* rg = ") != std::string::npos, avx512);
-  const bool rows_outer = avx512 && ops::gemm_rows_outer(1030, 300, 196, target::resolve(GetParam()).l2_bytes);
-  EXPECT_EQ(c.source.code.find("for (int64_t m0 = 0; m0 < 1024; m0 += 8) {\n  for (int64_t n0") != std::string::npos,
-            rows_outer);
+  const target::Target t = target::resolve(GetParam());
+  const ops::GemmTile tile = ops::gemm_tile_for(t.features, t.arch);
+  EXPECT_EQ(c.source.code.find("INGOT_TILE_ACT_RELU") != std::string::npos, tile.full_contract);
+  EXPECT_EQ(c.source.code.find("INGOT_TILE_ACT_SILU") != std::string::npos, tile.full_contract);
+  EXPECT_EQ(c.source.code.find("const float* rg = ") != std::string::npos, tile.full_contract);
+  const bool rows_outer = tile.full_contract && ops::gemm_rows_outer(1030, 300, 196, t.l2_bytes);
+  const std::string rows_loop =
+      fmt::format("for (int64_t m0 = 0; m0 < {}; m0 += {}) {{\n  for (int64_t n0", 1030 / tile.mr * tile.mr, tile.mr);
+  EXPECT_EQ(c.source.code.find(rows_loop) != std::string::npos, rows_outer);
 }
 
 // Pointwise convolutions over few pixels run transposed (pixels as rows, W^T panels
