@@ -8,6 +8,9 @@
 #define INGOT_F32_DWCONV2D_H_
 
 #include "ingot_kernel_common.h"
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -149,6 +152,24 @@ INGOT_INLINE void f32_dwconv2d_shifted_plane(float* INGOT_RESTRICT yp, const flo
    * vectorized kernels small enough to unroll completely (3x3), and 5x5 or 7x7 ran
    * scalar. Blocks of 64, then of 16 for the rest. */
   ingot_index_t i0 = 0;
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+  /* AVX2: GCC kept the 64-float block in memory here (16 ymm registers), a store and
+   * reload per tap and vector; in named registers the taps run ~3x faster (Zen 3). */
+  for (; i0 + 64 <= n; i0 += 64) {
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; ++v) acc[v] = _mm256_setzero_ps();
+    for (ingot_index_t kh = 0; kh < KH; ++kh)
+      for (ingot_index_t kw = 0; kw < KW; ++kw) {
+        const __m256 wv = _mm256_broadcast_ss(w + kh * KW + kw);
+        const float* src = xp + i0 + kh * DH * Wp + kw * DW;
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; ++v) acc[v] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(src + 8 * v), acc[v]);
+      }
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; ++v) _mm256_storeu_ps(yp + i0 + 8 * v, acc[v]);
+  }
+#endif
   for (; i0 + 64 <= n; i0 += 64) {
     float acc[64];
     for (int j = 0; j < 64; ++j) acc[j] = 0.0f;
@@ -233,6 +254,45 @@ INGOT_INLINE void f32_dwconv2d_stride2_rows(float* INGOT_RESTRICT y, const float
    * are independent FMA chains. A block reads up to 15 floats past the row's last
    * output column (the caller's planes have that room) and stores only real columns. */
   ingot_index_t oh = 0;
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+  /* AVX2: the 4x16 block as 8 named ymm accumulators (GCC kept the array in memory,
+   * as in f32_dwconv2d_shifted_plane). */
+  for (; oh < OH; oh += 4) {
+    const ingot_index_t rows = OH - oh < 4 ? OH - oh : 4;
+    for (ingot_index_t ow0 = 0; ow0 < OW; ow0 += 16) {
+      __m256 acc[4][2];
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+      for (ingot_index_t kh = 0; kh < KH; ++kh)
+        for (ingot_index_t kw = 0; kw < KW; ++kw) {
+          const __m256 wv = _mm256_broadcast_ss(w + kh * KW + kw);
+          const ingot_index_t col = kw * DW;
+          const float* base = ((col & 1) ? xo : xe) + (oh * SH + kh * DH) * Wq + (col >> 1) + ow0;
+#pragma GCC unroll 4
+          for (int r = 0; r < 4; ++r) {
+            if (r < rows) {
+              acc[r][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(base + r * SH * Wq), acc[r][0]);
+              acc[r][1] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(base + r * SH * Wq + 8), acc[r][1]);
+            }
+          }
+        }
+      const ingot_index_t cols = OW - ow0 < 16 ? OW - ow0 : 16;
+      for (ingot_index_t r = 0; r < rows; ++r) {
+        float* yr = y + (oh + r) * OW + ow0;
+        if (cols == 16) {
+          _mm256_storeu_ps(yr, acc[r][0]);
+          _mm256_storeu_ps(yr + 8, acc[r][1]);
+        } else {
+          float part[16];
+          _mm256_storeu_ps(part, acc[r][0]);
+          _mm256_storeu_ps(part + 8, acc[r][1]);
+          for (ingot_index_t j = 0; j < cols; ++j) yr[j] = part[j];
+        }
+      }
+    }
+  }
+  return;
+#endif
   for (; oh < OH; oh += 4) {
     const ingot_index_t rows = OH - oh < 4 ? OH - oh : 4;
     for (ingot_index_t ow0 = 0; ow0 < OW; ow0 += 16) {

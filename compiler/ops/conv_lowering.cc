@@ -613,6 +613,20 @@ std::string lower_dwconv_shifted(LoweringContext& ctx, const ConvGeometry& c) {
   std::optional<RegisterEpilogue> in_registers =
       avx512 ? register_epilogue(node, gemm_tile_for(ctx.target_features, ctx.target_arch)) : std::nullopt;
   std::string copy_in = avx512 ? "f32_copy_plane_interior_avx512" : "f32_copy_plane_interior";
+  // Otherwise an activation-only epilogue runs over the compacted plane through the
+  // tile's vector helper (GemmTile::bias_act: the vector exp, no end selects) when the
+  // target has one. AVX2, 144x56x56 3x3 with SiLU: ~745 -> ~500 us.
+  const GemmTile vector_tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+  std::optional<RegisterEpilogue> flat_act =
+      !avx512 && !vector_tile.bias_act.empty() ? register_epilogue(node, vector_tile) : std::nullopt;
+  std::string flat_ep;
+  if (flat_act && ctx.epilogue)
+    flat_ep = fmt::format("      {}(plane, {}, 1, {}, 0, 0, {});\n", vector_tile.bias_act, HW, HW, flat_act->args);
+  else if (ctx.epilogue)
+    flat_ep = fmt::format("      for (int64_t j = 0; j < {}; ++j) {{\n"
+                          "        float v = plane[j];\n{}"
+                          "        plane[j] = v;\n      }}\n",
+                          HW, epilogue(fmt::format("(n * {} + oc) * {} + j", c.OC, HW)));
   std::string store_out =
       in_registers
           ? fmt::format("      f32_dwconv_store_rows_avx512(plane, yp, {}, {}, {}, {}, {});\n", g.OH, g.OW, Wp,
@@ -625,11 +639,7 @@ std::string lower_dwconv_shifted(LoweringContext& ctx, const ConvGeometry& c) {
                 "        for (int64_t ow = 0; ow < {OW}; ++ow) plane[oh * {OW} + ow] = yp[oh * {Wp} + ow]{bias};\n"
                 "{flat_ep}",
                 fmt::arg("OH", g.OH), fmt::arg("OW", g.OW), fmt::arg("Wp", Wp), fmt::arg("bias", bias),
-                fmt::arg("flat_ep", !ctx.epilogue ? std::string()
-                                                  : fmt::format("      for (int64_t j = 0; j < {}; ++j) {{\n"
-                                                                "        float v = plane[j];\n{}"
-                                                                "        plane[j] = v;\n      }}\n",
-                                                                HW, epilogue(fmt::format("(n * {} + oc) * {} + j", c.OC, HW)))));
+                fmt::arg("flat_ep", flat_ep));
   return fmt::format(
       "  float* xp = {scratch};\n"
       "  float* yp = {scratch} + {padded};\n"
@@ -728,14 +738,13 @@ std::string lower_dwconv_stride2(LoweringContext& ctx, const ConvGeometry& c) {
   // scratch planes.
   ctx.wg_count = g.N * c.OC;
   ctx.kernel_name = fmt::format("f32_dwconv{}x{}_s2_polyphase_{}", g.KH, g.KW, shape_str(node.outputs[0]->shape));
-  // AVX-512: bias and an activation-only epilogue over the finished plane as one row
-  // of vectors (f32_tile_bias_act_avx512), with the vector exp for the smooth gates.
+  // Bias and an activation-only epilogue over the finished plane as one row of vectors
+  // (GemmTile::bias_act, AVX-512 or AVX2), with the vector exp for the smooth gates.
+  const GemmTile vector_tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
   std::optional<RegisterEpilogue> in_registers =
-      (ctx.target_features & INGOT_FEATURE_AVX512F) != 0
-          ? register_epilogue(node, gemm_tile_for(ctx.target_features, ctx.target_arch))
-          : std::nullopt;
+      !vector_tile.bias_act.empty() ? register_epilogue(node, vector_tile) : std::nullopt;
   std::string finish =
-      in_registers ? fmt::format("      f32_tile_bias_act_avx512(plane_out, {}, 1, {}, {}, 0, {});\n", HW, HW,
+      in_registers ? fmt::format("      {}(plane_out, {}, 1, {}, {}, 0, {});\n", vector_tile.bias_act, HW, HW,
                                  node.input(2) ? fmt::format("{} + oc", ctx.in[2]) : "0", in_registers->args)
                    : fmt::format("      for (int64_t j = 0; j < {}; ++j) {{\n"
                                  "        float v = plane_out[j]{};\n"

@@ -306,7 +306,20 @@ TEST_P(HostAndPortableKernelTest, ConvStride1AndDepthwise) {
   add_conv(k, wide, {5, 1, 3, 3}, {{"group", int64_t{5}}, {"pads", I{2, 0, 0, 1}}, {"strides", I{1, 3}}});
   add_conv(k, {2, 3, 20, 45}, {3, 1, 3, 3}, {{"group", int64_t{3}}, {"strides", I{2, 2}}});
   add_conv(k, {1, 4, 50}, {4, 1, 5}, {{"group", int64_t{4}}, {"pads", I{2, 2}}});
-  k.run({}, GetParam());
+  // Plane kernels with a fused smooth gate, applied over the finished plane through
+  // the tile's vector helper where the target has one (stride 1 and column stride 2;
+  // the AVX2 blocks hold 64 flat outputs or 4 rows of 16, here with partial ones).
+  auto then = [&](Shape xs, int64_t stride, int64_t k_size, const std::string& act) {
+    const int64_t ch = xs[1], pad = k_size / 2;
+    Node* c = k.inner("Conv", {k.input(xs), k.weight({ch, 1, k_size, k_size}), k.weight({ch})},
+                      {{"group", ch}, {"pads", I{pad, pad, pad, pad}}, {"strides", I{stride, stride}}});
+    k.output(k.inner(act, {c->outputs[0]})->outputs[0]);
+  };
+  then({1, 3, 30, 29}, 1, 3, "Silu");
+  then({1, 2, 23, 41}, 1, 5, "HardSwish");
+  then({2, 3, 31, 37}, 2, 3, "Sigmoid");
+  then({1, 2, 18, 50}, 2, 5, "Silu");
+  k.run(passes::fuse_epilogues, GetParam());
 }
 
 // Depthwise over planes whose output rows are 8 wide or less (16 channels in the
