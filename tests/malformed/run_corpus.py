@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import shutil
+import platform
 import subprocess
 import sys
 import time
@@ -55,8 +56,11 @@ def main():
             sys.exit(f"setup failed: {' '.join(cmd)}\n{r.stdout}{r.stderr}")
 
     setup([PY, f"{HERE}/make_corpus.py", "inputs", out])
-    setup([ingot, "compile", f"{out}/base/base.onnx", "-o", f"{out}/base/base.ingot"])
-    setup([ingot, "compile", f"{out}/base/base.onnx", "-o", f"{out}/base/ext.ingot", "--weights=external"])
+    # A named baseline target, not the host: the module cases are cut at sizes the
+    # MANIFEST names, and a host's ISA changes the code and the weights' packing.
+    base_target = "--target=x86_64" if platform.machine() in ("x86_64", "AMD64") else "--target=generic"
+    setup([ingot, "compile", f"{out}/base/base.onnx", "-o", f"{out}/base/base.ingot", base_target])
+    setup([ingot, "compile", f"{out}/base/base.onnx", "-o", f"{out}/base/ext.ingot", "--weights=external", base_target])
     setup([PY, f"{HERE}/make_corpus.py", "modules", out])
 
     cases = parse_manifest(f"{HERE}/MANIFEST")
