@@ -295,61 +295,14 @@ INGOT_INLINE void f32_gemm_tile_2x8_portable(float* INGOT_RESTRICT c, ingot_inde
 }
 
 #if defined(__AVX512F__)
-/* Stride-1 convolution tile without im2col: on an input plane padded to width Wp,
- * output pixel n (in padded-width numbering) of tap (ic, kh, kw) reads
- * xp[ic * plane + kh * DH * Wp + kw * DW + n], a plain shift of the padded plane, so
- * B rows are read in place. C gets [mr x nr] in padded-width numbering (row stride
- * ldc); the caller drops the Wp - OW junk columns. a holds W[OC, IC*KH*KW]. */
-INGOT_INLINE void f32_conv_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
-                                            ingot_index_t lda, const float* INGOT_RESTRICT xp, ingot_index_t plane,
-                                            ingot_index_t Wp, ingot_index_t IC, ingot_index_t KH, ingot_index_t KW, ingot_index_t DH,
-                                            ingot_index_t DW, ingot_index_t mr, ingot_index_t nr) {
-  __m512 acc[8][3];
-  const __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
-  const __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : (nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u));
-  const __mmask16 m2 = nr >= 48 ? (__mmask16)0xFFFF : (nr <= 32 ? (__mmask16)0 : (__mmask16)((1u << (nr - 32)) - 1u));
-#pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r) acc[r][0] = acc[r][1] = acc[r][2] = _mm512_setzero_ps();
-  ingot_index_t k = 0;
-  for (ingot_index_t ic = 0; ic < IC; ++ic) {
-    for (ingot_index_t kh = 0; kh < KH; ++kh) {
-      const float* row = xp + ic * plane + kh * DH * Wp;
-      for (ingot_index_t kw = 0; kw < KW; ++kw, ++k) {
-        const float* bk = row + kw * DW;
-        const __m512 b0 = _mm512_maskz_loadu_ps(m0, bk);
-        const __m512 b1 = nr > 16 ? _mm512_maskz_loadu_ps(m1, bk + 16) : _mm512_setzero_ps();
-        const __m512 b2 = nr > 32 ? _mm512_maskz_loadu_ps(m2, bk + 32) : _mm512_setzero_ps();
-#pragma GCC unroll 8
-        for (int r = 0; r < 8; ++r) {
-          if (r < mr) {
-            const __m512 av = _mm512_set1_ps(a[r * lda + k]);
-            acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-            if (nr > 16) acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
-            if (nr > 32) acc[r][2] = _mm512_fmadd_ps(av, b2, acc[r][2]);
-          }
-        }
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r) {
-    if (r < mr) {
-      _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
-      if (nr > 16) _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
-      if (nr > 32) _mm512_mask_storeu_ps(c + r * ldc + 32, m2, acc[r][2]);
-    }
-  }
-}
-#endif
-
-#if defined(__AVX512F__)
 /* Strided convolution tile without im2col: the padded input of each channel is split
  * into S x S phase planes (phase (p, q) holds padded rows p, p + S, ... and columns q,
  * q + S, ...), where a stride-S tap is a plain shift again: output pixel n (numbered in
  * the phase planes' width) of tap t of channel ic reads xp[ic * plane + tap[t] + n],
  * tap[t] being the tap's phase plane plus its row and column shift there. B rows are
  * read in place; C gets [mr x nr] (row stride ldc) in that numbering. a holds
- * W[OC, IC*taps]. */
+ * W[OC, IC*taps]. A stride-1 convolution is the same tile on one zero-padded plane
+ * per channel of width Wp: tap (kh, kw) at kh * DH * Wp + kw * DW. */
 INGOT_INLINE void f32_conv_taps_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
                                                  ingot_index_t lda, const float* INGOT_RESTRICT xp, ingot_index_t plane,
                                                  const int32_t* INGOT_RESTRICT tap, ingot_index_t taps, ingot_index_t IC,
@@ -386,6 +339,64 @@ INGOT_INLINE void f32_conv_taps_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_
       if (nr > 16) _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
       if (nr > 32) _mm512_mask_storeu_ps(c + r * ldc + 32, m2, acc[r][2]);
     }
+  }
+}
+#endif
+
+#if defined(__AVX2__) && defined(__FMA__)
+/* f32_conv_taps_tile_8x48_avx512 on 8-lane vectors, 4 rows by 24 columns; full vectors
+ * use plain loads and stores, only a partial edge vector is masked (see
+ * f32_gemm_avx2_load). */
+INGOT_INLINE void f32_conv_taps_tile_4x24_avx2(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                               ingot_index_t lda, const float* INGOT_RESTRICT xp, ingot_index_t plane,
+                                               const int32_t* INGOT_RESTRICT tap, ingot_index_t taps, ingot_index_t IC,
+                                               ingot_index_t mr, ingot_index_t nr) {
+  __m256 acc[4][3];
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) acc[r][0] = acc[r][1] = acc[r][2] = _mm256_setzero_ps();
+  ingot_index_t k = 0;
+  for (ingot_index_t ic = 0; ic < IC; ++ic) {
+    const float* chan = xp + ic * plane;
+    for (ingot_index_t t = 0; t < taps; ++t, ++k) {
+      const float* bk = chan + tap[t];
+      const __m256 b0 = f32_gemm_avx2_load(bk, nr, 0), b1 = f32_gemm_avx2_load(bk, nr, 1), b2 = f32_gemm_avx2_load(bk, nr, 2);
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        if (r < mr) {
+          const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+          if (nr > 8) acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+          if (nr > 16) acc[r][2] = _mm256_fmadd_ps(av, b2, acc[r][2]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    if (r < mr) {
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; ++v) f32_gemm_avx2_store(c + r * ldc, nr, v, acc[r][v]);
+    }
+  }
+}
+
+/* f32_store_padded_runs_avx512 on 8-lane vectors: a run's last partial vector is
+ * copied a float at a time (masked stores are microcoded on AMD cores). */
+INGOT_INLINE void f32_store_padded_runs_avx2(float* INGOT_RESTRICT y, ingot_index_t ldy, const float* INGOT_RESTRICT ct,
+                                             ingot_index_t ldt, ingot_index_t mr, ingot_index_t nr, ingot_index_t n0,
+                                             ingot_index_t Wp, ingot_index_t OW) {
+  for (ingot_index_t j0 = 0; j0 < nr;) {
+    const ingot_index_t np = n0 + j0, oh = np / Wp, ow0 = np - oh * Wp;
+    const ingot_index_t run = nr - j0 < Wp - ow0 ? nr - j0 : Wp - ow0;
+    const ingot_index_t real = ow0 >= OW ? 0 : (OW - ow0 < run ? OW - ow0 : run);
+    float* dst = y + oh * OW + ow0;
+    for (ingot_index_t r = 0; r < mr; ++r) {
+      const float* src = ct + r * ldt + j0;
+      ingot_index_t q = 0;
+      for (; q + 8 <= real; q += 8) _mm256_storeu_ps(dst + r * ldy + q, _mm256_loadu_ps(src + q));
+      for (; q < real; ++q) dst[r * ldy + q] = src[q];
+    }
+    j0 += run;
   }
 }
 #endif

@@ -311,11 +311,13 @@ namespace {
 // padded row, and each run's real columns (below OW) are one contiguous, vectorizable
 // store with bias and epilogue. `oc0` is the group's first output channel.
 std::function<std::string(const std::string&, int64_t, const std::string&, int64_t)> padded_width_store(
-    LoweringContext& ctx, const ConvGeometry& c, int64_t width) {
-  // Bias and an activation-only epilogue run on the tile in scratch, 16 columns per
-  // vector (f32_tile_bias_act_avx512); the runs are then plain copies.
-  std::optional<RegisterEpilogue> in_registers = register_epilogue(ctx.node, gemm_tile_for(ctx.target_features, ctx.target_arch));
-  return [&ctx, &c, width, in_registers](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    LoweringContext& ctx, const ConvGeometry& c, int64_t width, const GemmTile& tile) {
+  // Bias and an activation-only epilogue run on the tile in scratch (row stride
+  // tile.nr), a vector at a time (tile.bias_act); the runs are then plain copies.
+  std::optional<RegisterEpilogue> in_registers = register_epilogue(ctx.node, tile);
+  const int64_t ldt = tile.nr;
+  const std::string bias_act = tile.bias_act, store = tile.padded_store;
+  return [&ctx, &c, width, in_registers, ldt, bias_act, store](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
     const Window& g = c.win;
     const int64_t HW = g.OH * g.OW;
     std::string bias = ctx.node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
@@ -326,10 +328,10 @@ std::function<std::string(const std::string&, int64_t, const std::string&, int64
       // as masked vectors per run of real columns.
       std::string s;
       if (!bias.empty() || !ep.empty())
-        s = fmt::format("      f32_tile_bias_act_avx512(ct, 48, {}, {}, {}, 0, {});\n", mr, nr,
+        s = fmt::format("      {}(ct, {}, {}, {}, {}, 0, {});\n", bias_act, ldt, mr, nr,
                         bias.empty() ? "0" : fmt::format("{} + oc0 + ({})", ctx.in[2], m0), in_registers->args);
-      return s + fmt::format("      f32_store_padded_runs_avx512(yn + (oc0 + {}) * {}, {}, ct, 48, {}, {}, {}, {}, {});\n", m0,
-                             HW, HW, mr, nr, n0, width, g.OW);
+      return s + fmt::format("      {}(yn + (oc0 + {}) * {}, {}, ct, {}, {}, {}, {}, {}, {});\n", store, m0, HW, HW, ldt, mr,
+                             nr, n0, width, g.OW);
     }
     return fmt::format(
         "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
@@ -340,7 +342,7 @@ std::function<std::string(const std::string&, int64_t, const std::string&, int64
         "          const int64_t real = ow0 >= {OW} ? 0 : ({OW} - ow0 < run ? {OW} - ow0 : run);\n"
         "          for (int64_t t = 0; t < real; ++t) {{\n"
         "            const int64_t ow = ow0 + t;\n"
-        "            float v = ct[r * 48 + j0 + t]{bias};\n"
+        "            float v = ct[r * {ldt} + j0 + t]{bias};\n"
         "{ep}"
         "            yn[oc * {OHW} + oh * {OW} + ow] = v;\n"
         "          }}\n"
@@ -348,50 +350,64 @@ std::function<std::string(const std::string&, int64_t, const std::string&, int64
         "        }}\n"
         "      }}\n",
         fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("Wp", width),
-        fmt::arg("OW", g.OW), fmt::arg("bias", bias), fmt::arg("OHW", HW),
+        fmt::arg("OW", g.OW), fmt::arg("bias", bias), fmt::arg("OHW", HW), fmt::arg("ldt", ldt),
         fmt::arg("ep", ep));
   };
 }
 
 }  // namespace
 
-std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c) {
+namespace {
+
+// What a GEMM over shifted plane rows reads: each group's channels copied into planes
+// (the C statement `build`, from `xg` to `xp`), one channel's planes being
+// `channel_floats`, output pixels numbered in a row `width` (`Np` of them; columns past
+// OW are junk) and the offset of every tap of a channel's window in its planes.
+struct TapPlanes {
+  std::string statics;  // C tables `build` reads
+  std::string build;
+  int64_t channel_floats = 0, width = 0, Np = 0, padded_floats = 0;
+  std::vector<int64_t> taps;
+};
+
+// The GEMM both plane strategies share: W_g[OCG, ICG * taps] times B, whose row for
+// (ic, tap) is the planes read at channel ic's tap offset, on the target's taps tile.
+// Each group's planes are built just before its GEMM reads them with its weights
+// (`wg`), writing its own channels from `oc0`.
+std::string emit_taps_gemm(LoweringContext& ctx, const ConvGeometry& c, const TapPlanes& planes, const char* strategy) {
   const Node& node = ctx.node;
   const Window& g = c.win;
   const int64_t HW = g.OH * g.OW;
+  const GemmTile target_tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+  if (target_tile.conv_taps.empty()) fail("{}: strategy {} needs a conv taps tile, which the target lacks", node.describe(), strategy);
   ctx.epilogue_applied = true;
-  // Stride-1 convolution as GEMM without im2col: the input is copied once into
-  // zero-padded planes of width Wp, where every tap is a shift of the flat plane;
-  // tiles run over output pixels numbered in that padded width and the epilogue
-  // stores only the OW real columns of each row. Each group's planes (`xpg`) are
-  // padded just before its GEMM reads them with its weights (`wg`), writing its own
-  // channels from `oc0`.
-  int64_t Hp = g.H + g.PH + g.PH_END, Wp = shared_pad_width(g);
-  int64_t K = c.ICG * g.KH * g.KW, Np = g.OH * Wp;
-  int64_t tail = (g.KW - 1) * g.DW + 16;
-  int64_t padded = (c.ICG * Hp * Wp + tail + 15) / 16 * 16;  // one group's planes
   ctx.headers.insert("f32_gemm_tile.h");
-  GemmTile tile{"f32_conv_tile_8x48_avx512", 8, 48};
+  const int64_t T = static_cast<int64_t>(planes.taps.size()), K = c.ICG * T;
+  GemmTile tile{target_tile.conv_taps, target_tile.mr, target_tile.nr};
   GemmLoops loops;
   loops.M = c.OCG;
-  loops.N = Np;
+  loops.N = planes.Np;
   loops.K = K;
-  loops.tile_call = [&, K, Hp, Wp](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
-    return fmt::format("      f32_conv_tile_8x48_avx512(ct, 48, wg + ({}) * {}, {}, xpg + {}, {}, {}, {}, {}, {}, {}, {}, {}, {});\n",
-                       m0, K, K, n0, Hp * Wp, Wp, c.ICG, g.KH, g.KW, g.DH, g.DW, mr, nr);
+  loops.tile_call = [&, K, T](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+    return fmt::format("      {}(ct, {}, wg + ({}) * {}, {}, xpg + {}, {}, taps, {}, {}, {}, {});\n", tile.kernel, tile.nr, m0, K,
+                       K, n0, planes.channel_floats, T, c.ICG, mr, nr);
   };
-  loops.after_tile = padded_width_store(ctx, c, Wp);
-  // Workgroups as in lower_conv_gemm; each part pads the planes of every group it
+  loops.after_tile = padded_width_store(ctx, c, planes.width, target_tile);
+  // Workgroups as in lower_conv_gemm; each part builds the planes of every group it
   // touches itself (the copy is repeated per part, a small cost beside the GEMM).
-  loops.split = choose_gemm_split(c.OCG, Np, tile, ctx.workers);
+  loops.split = choose_gemm_split(c.OCG, planes.Np, tile, ctx.workers);
   loops.split_lo = "lo";
   loops.split_hi = "hi";
-  const int64_t units = gemm_split_units(loops.split, c.OCG, Np, tile);
+  const int64_t units = gemm_split_units(loops.split, c.OCG, planes.Np, tile);
   ctx.wg_count = g.N * c.G * units;
   if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
-  ctx.kernel_name = fmt::format("f32_conv{}x{}_s1{}_shifted_gemm_avx512_{}", g.KH, g.KW,
-                                c.G > 1 ? fmt::format("_g{}", c.G) : "", shape_str(node.outputs[0]->shape));
+  std::string table;
+  for (int64_t t : planes.taps) table += fmt::format("{}{}", table.empty() ? "" : ", ", t);
+  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_{}_{}_{}", g.KH, g.KW, g.SW, c.G > 1 ? fmt::format("_g{}", c.G) : "",
+                                strategy, tile_isa(target_tile), shape_str(node.outputs[0]->shape));
   return fmt::format(
+      "  static const int32_t taps[{T}] = {{{table}}};\n"
+      "{statics}"
       "  float* xp = {scratch};\n"
       "  float* ct = {scratch} + {padded};\n"
       "  for (int64_t n = 0; n < {N}; ++n) {{\n"
@@ -401,86 +417,59 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
       "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
       "{window}"
       "    const int64_t oc0 = grp * {OCG};\n"
-      "    f32_pad_planes(xp, xn + grp * {ICGHW}, {ICG}, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, {tail});\n"
+      "    const float* xg = xn + grp * {ICGHW};\n"
+      "{build}"
       "    const float* xpg = xp;\n"
       "    const float* wg = {w} + oc0 * {K};\n"
       "{loops}"
       "    }}\n"
       "  }}\n",
-      fmt::arg("scratch", ctx.scratch), fmt::arg("padded", padded), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]),
-      fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C),
-      fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("PH", g.PH),
-      fmt::arg("PW", g.PW), fmt::arg("tail", tail), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG),
-      fmt::arg("ICGHW", c.ICG * g.H * g.W), fmt::arg("ICG", c.ICG), fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
+      fmt::arg("T", T), fmt::arg("table", table), fmt::arg("statics", planes.statics), fmt::arg("scratch", ctx.scratch),
+      fmt::arg("padded", planes.padded_floats), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]),
+      fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("G", c.G),
+      fmt::arg("OCG", c.OCG), fmt::arg("ICGHW", c.ICG * g.H * g.W), fmt::arg("build", planes.build),
+      fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
       fmt::arg("image_window", workgroup_window(ctx.wg_count, fmt::format("n * {}", c.G * units), c.G * units, "continue;", "    ", "ilo", "ihi")),
       fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
       fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }
 
-std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
-  const Node& node = ctx.node;
+}  // namespace
+
+std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c) {
+  // Stride-1 convolution as GEMM without im2col: the input is copied once into
+  // zero-padded planes of width Wp, where every tap is a shift of the flat plane.
   const Window& g = c.win;
-  const int64_t HW = g.OH * g.OW;
-  ctx.epilogue_applied = true;
+  TapPlanes p;
+  const int64_t Hp = g.H + g.PH + g.PH_END;
+  p.width = shared_pad_width(g);
+  p.channel_floats = Hp * p.width;
+  p.Np = g.OH * p.width;
+  const int64_t tail = (g.KW - 1) * g.DW + 16;  // the last channel's junk columns read past its plane
+  p.padded_floats = (c.ICG * p.channel_floats + tail + 15) / 16 * 16;
+  for (int64_t kh = 0; kh < g.KH; ++kh)
+    for (int64_t kw = 0; kw < g.KW; ++kw) p.taps.push_back(kh * g.DH * p.width + kw * g.DW);
+  p.build = fmt::format("    f32_pad_planes(xp, xg, {}, {}, {}, {}, {}, {}, {}, {});\n", c.ICG, g.H, g.W, Hp, p.width, g.PH, g.PW, tail);
+  return emit_taps_gemm(ctx, c, p, "shifted_gemm");
+}
+
+std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
   // Strided convolution as GEMM without im2col: the input is copied once into S x S
-  // phase planes per channel, where every tap of a stride-S window is a shift again
-  // (tap table `taps`); tiles run over output pixels numbered in the phase width Wq
-  // and the epilogue stores only the OW real columns of each row. Each group's planes
-  // are built just before its GEMM reads them (the scratch holds one group's).
-  const PhasePlan p = phase_plan(c);
-  const int64_t taps = g.KH * g.KW, K = c.ICG * taps;
-  ctx.headers.insert("f32_gemm_tile.h");
-  GemmTile tile{"f32_conv_taps_tile_8x48_avx512", 8, 48};
-  GemmLoops loops;
-  loops.M = c.OCG;
-  loops.N = p.Np;
-  loops.K = K;
-  loops.tile_call = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
-    return fmt::format("      f32_conv_taps_tile_8x48_avx512(ct, 48, wg + ({}) * {}, {}, xpg + {}, {}, taps, {}, {}, {}, {});\n",
-                       m0, K, K, n0, p.channel_floats, taps, c.ICG, mr, nr);
-  };
-  loops.after_tile = padded_width_store(ctx, c, p.Wq);
-  // Workgroups as in lower_conv_gemm; each part builds the phase planes of every group
-  // it touches itself (the copy is repeated per part, a small cost beside the GEMM).
-  loops.split = choose_gemm_split(c.OCG, p.Np, tile, ctx.workers);
-  loops.split_lo = "lo";
-  loops.split_hi = "hi";
-  const int64_t units = gemm_split_units(loops.split, c.OCG, p.Np, tile);
-  ctx.wg_count = g.N * c.G * units;
-  if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
-  std::string table, slots;
-  for (int64_t t : p.taps) table += fmt::format("{}{}", table.empty() ? "" : ", ", t);
-  for (int64_t s : p.slot) slots += fmt::format("{}{}", slots.empty() ? "" : ", ", s);
-  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_phase_gemm_avx512_{}", g.KH, g.KW, g.SW,
-                                c.G > 1 ? fmt::format("_g{}", c.G) : "", shape_str(node.outputs[0]->shape));
-  return fmt::format(
-      "  static const int32_t taps[{T}] = {{{table}}};\n"
-      "  static const int32_t slot[{SS}] = {{{slots}}};\n"
-      "  float* xp = {scratch};\n"
-      "  float* ct = {scratch} + {padded};\n"
-      "  for (int64_t n = 0; n < {N}; ++n) {{\n"
-      "    const float* xn = {x} + n * {CHW};\n"
-      "    float* yn = {y} + n * {OCHW};\n"
-      "{image_window}"
-      "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
-      "{window}"
-      "    const int64_t oc0 = grp * {OCG};\n"
-      "    f32_pad_phase_planes(xp, xn + grp * {ICGHW}, {ICG}, {H}, {W}, {S}, {Hq}, {Wq}, {PH}, {PW}, slot, {used}, {tail});\n"
-      "    const float* xpg = xp;\n"
-      "    const float* wg = {w} + oc0 * {K};\n"
-      "{loops}"
-      "    }}\n"
-      "  }}\n",
-      fmt::arg("T", taps), fmt::arg("table", table), fmt::arg("SS", p.S * p.S), fmt::arg("slots", slots),
-      fmt::arg("used", p.used), fmt::arg("scratch", ctx.scratch), fmt::arg("padded", p.padded_floats),
-      fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
-      fmt::arg("OCHW", c.OC * HW), fmt::arg("C", g.C), fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("S", p.S),
-      fmt::arg("Hq", p.Hq), fmt::arg("Wq", p.Wq), fmt::arg("PH", g.PH), fmt::arg("PW", g.PW), fmt::arg("tail", p.tail),
-      fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("ICGHW", c.ICG * g.H * g.W), fmt::arg("ICG", c.ICG),
-      fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
-      fmt::arg("image_window", workgroup_window(ctx.wg_count, fmt::format("n * {}", c.G * units), c.G * units, "continue;", "    ", "ilo", "ihi")),
-      fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
-      fmt::arg("loops", emit_gemm_loops(loops, tile)));
+  // phase planes per channel, where every tap of a stride-S window is a shift again.
+  const Window& g = c.win;
+  const PhasePlan plan = phase_plan(c);
+  TapPlanes p;
+  p.width = plan.Wq;
+  p.channel_floats = plan.channel_floats;
+  p.Np = plan.Np;
+  p.padded_floats = plan.padded_floats;
+  p.taps = plan.taps;
+  std::string slots;
+  for (int64_t s : plan.slot) slots += fmt::format("{}{}", slots.empty() ? "" : ", ", s);
+  p.statics = fmt::format("  static const int32_t slot[{}] = {{{}}};\n", plan.S * plan.S, slots);
+  p.build = fmt::format("    f32_pad_phase_planes(xp, xg, {}, {}, {}, {}, {}, {}, {}, {}, slot, {}, {});\n", c.ICG, g.H, g.W,
+                        plan.S, plan.Hq, plan.Wq, g.PH, g.PW, plan.used, plan.tail);
+  return emit_taps_gemm(ctx, c, p, "phase_gemm");
 }
 
 // Convolution as one GEMM per image and group: Y_g[OCG, OH*OW] = W_g[OCG, ICG*KH*KW] * B_g,

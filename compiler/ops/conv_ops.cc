@@ -315,13 +315,14 @@ ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) 
     return ConvStrategy::kDepthwisePlane;
   }
   if (is_pointwise_geometry(g)) return ConvStrategy::kGemm;
-  if (g.SH == 1 && g.SW == 1 && (target.features & INGOT_FEATURE_AVX512F)) return ConvStrategy::kShiftedGemm;
+  const bool taps_tile = !gemm_tile_for(target.features, target.arch).conv_taps.empty();
+  if (g.SH == 1 && g.SW == 1 && taps_tile) return ConvStrategy::kShiftedGemm;
   // Strided: phase planes while they stay within half the L2 (the tiles read their rows
   // scattered, which only pays from cache), and never for 1x1 kernels (the planes would
   // copy S x S times the pixels the convolution reads). Measured: 7x7 s2 stems and
   // 5x5 s2 layers run 1.3-2x faster than on im2col panels; 3x3 s2 over 128 channels
   // of 56x56 (1.7 MB of planes) 15% slower, 1x1 s2 downsampling 30-45% slower.
-  if (g.SH == g.SW && g.SH > 1 && (g.KH > 1 || g.KW > 1) && (target.features & INGOT_FEATURE_AVX512F) &&
+  if (g.SH == g.SW && g.SH > 1 && (g.KH > 1 || g.KW > 1) && taps_tile &&
       static_cast<int64_t>(sizeof(float)) * phase_plan(c).padded_floats <= target.l2_bytes / 2)
     return ConvStrategy::kPhaseGemm;
   return ConvStrategy::kIm2colGemm;
@@ -357,10 +358,10 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy) {
     case ConvStrategy::kGemm:
       return 0;
     case ConvStrategy::kShiftedGemm:
-      // One group's padded planes (+ tail) and one 8x48 C tile.
-      return (c.ICG * Hp * Ws + tail + 15) / 16 * 16 + 8 * 48;
+      // One group's padded planes (+ tail) and one C tile.
+      return (c.ICG * Hp * Ws + tail + 15) / 16 * 16 + kMaxTileFloats;
     case ConvStrategy::kPhaseGemm:
-      return phase_plan(c).padded_floats + 8 * 48;  // the phase planes (+ tail) and one 8x48 C tile
+      return phase_plan(c).padded_floats + kMaxTileFloats;  // the phase planes (+ tail) and one C tile
     case ConvStrategy::kIm2colGemm:
       return c.ICG * g.KH * g.KW * kMaxTileColumns;  // one panel, K rows by the widest tile
     case ConvStrategy::kDepthwiseLanes:
@@ -395,14 +396,8 @@ std::string lower_conv(LoweringContext& ctx) {
     case ConvStrategy::kWinograd: return lower_conv_winograd(ctx, c);
     case ConvStrategy::kTransposedGemm: return lower_conv_transposed_gemm(ctx, c);
     case ConvStrategy::kGemm: return lower_conv_gemm(ctx, c, /*im2col=*/false);
-    case ConvStrategy::kShiftedGemm:
-      if (!(ctx.target_features & INGOT_FEATURE_AVX512F))
-        fail("{}: strategy shifted_gemm needs AVX-512, which the target lacks", ctx.node.describe());
-      return lower_conv_shifted_gemm(ctx, c);
-    case ConvStrategy::kPhaseGemm:
-      if (!(ctx.target_features & INGOT_FEATURE_AVX512F))
-        fail("{}: strategy phase_gemm needs AVX-512, which the target lacks", ctx.node.describe());
-      return lower_conv_phase_gemm(ctx, c);
+    case ConvStrategy::kShiftedGemm: return lower_conv_shifted_gemm(ctx, c);
+    case ConvStrategy::kPhaseGemm: return lower_conv_phase_gemm(ctx, c);
     case ConvStrategy::kIm2colGemm: return lower_conv_gemm(ctx, c, /*im2col=*/true);
     case ConvStrategy::kDepthwiseLanes: return lower_dwconv_lanes(ctx, c, /*by_rows=*/false);
     case ConvStrategy::kDepthwiseLanesRows:

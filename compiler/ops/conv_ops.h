@@ -76,7 +76,7 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy);
 
 // Stride-S convolution on phase planes: each channel's padded input split into S x S
 // planes of Hq x Wq, outputs numbered in width Wq (columns past OW are junk), and per
-// tap the offset of its phase plane and shift (f32_conv_taps_tile_8x48_avx512). Only
+// tap the offset of its phase plane and shift (GemmTile::conv_taps). Only
 // the phases some tap reads are kept: |slot| maps phase (row % S) * S + col % S to
 // its place among a channel's |used| planes, or -1 (a dilation that is a multiple of
 // the stride reads one phase of S x S).
@@ -86,8 +86,10 @@ struct PhasePlan {
 };
 PhasePlan phase_plan(const ConvGeometry& c);
 
-// The widest GEMM tile of any target: im2col panels are sized for it.
+// The widest GEMM tile of any target: im2col panels are sized for it, and the plane
+// GEMMs' C tile in scratch for the largest (8 x 48).
 constexpr int64_t kMaxTileColumns = 48;
+constexpr int64_t kMaxTileFloats = 8 * kMaxTileColumns;
 
 // One lowering per strategy; each sets ctx.kernel_name and applies the epilogue.
 std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c);

@@ -11,10 +11,16 @@ namespace ingot::ops {
 
 GemmTile gemm_tile_for(uint32_t features, uint32_t arch) {
   if (arch == INGOT_ARCH_ARM_CORTEX_M) return {"f32_gemm_tile_2x8_portable", 2, 8};
-  if (features & INGOT_FEATURE_AVX512F) return {"f32_gemm_tile_8x48_avx512", 8, 48, true, "f32_tile_bias_act_avx512"};
-  if ((features & INGOT_FEATURE_AVX2) && (features & INGOT_FEATURE_FMA)) return {"f32_gemm_tile_4x24_avx2", 4, 24, true, "f32_tile_bias_act_avx2"};
+  if (features & INGOT_FEATURE_AVX512F)
+    return {"f32_gemm_tile_8x48_avx512", 8, 48, true, "f32_tile_bias_act_avx512", "f32_conv_taps_tile_8x48_avx512",
+            "f32_store_padded_runs_avx512"};
+  if ((features & INGOT_FEATURE_AVX2) && (features & INGOT_FEATURE_FMA))
+    return {"f32_gemm_tile_4x24_avx2", 4, 24, true, "f32_tile_bias_act_avx2", "f32_conv_taps_tile_4x24_avx2",
+            "f32_store_padded_runs_avx2"};
   return {"f32_gemm_tile_4x16_portable", 4, 16};
 }
+
+std::string tile_isa(const GemmTile& tile) { return tile.kernel.substr(tile.kernel.rfind('_') + 1); }
 
 int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes) {
   if (l1d_bytes <= 0 || !tile.full_contract) return K;

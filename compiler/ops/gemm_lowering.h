@@ -22,7 +22,17 @@ struct GemmTile {
   // The in-place bias and activation over a finished tile in scratch, with the tile's
   // vector width (f32_tile_bias_act_avx512, ...); empty: none.
   std::string bias_act{};
+  // The convolution tile over shifted rows of padded or phase planes (a tap table per
+  // layer; f32_conv_taps_tile_8x48_avx512, ...) and the store that keeps a finished
+  // tile's real columns (f32_store_padded_runs_avx512, ...); empty: the target has none
+  // and such convolutions take im2col panels.
+  std::string conv_taps{};
+  std::string padded_store{};
 };
+
+// The ISA a tile is written for, the last word of its kernel's name ("avx512", "avx2",
+// "portable"): kernel names carry it.
+std::string tile_isa(const GemmTile& tile);
 
 // The widest register tile the target's ISA supports; microcontrollers get a small
 // tile whose accumulators fit their register file and keep invoke's stack small.

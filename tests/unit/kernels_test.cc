@@ -283,10 +283,10 @@ TEST_P(HostAndPortableKernelTest, StridedConvPhasePlanes) {
                     {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}});
   k.op("Relu", {c->outputs[0]});
   testing::Compiled compiled = k.run(passes::fuse_epilogues, GetParam());
-  if (GetParam() == "host" && testing::host_can_run("x86_64-avx512")) {
+  if (GetParam() == "host" && testing::host_can_run("x86_64-avx2")) {
     int phase = 0;
     for (const std::string& name : compiled.source.kernel_names) phase += name.find("phase_gemm") != std::string::npos;
-    EXPECT_GE(phase, 11) << "strided convolutions should take the phase-plane GEMM on AVX-512";
+    EXPECT_GE(phase, 11) << "strided convolutions should take the phase-plane GEMM on AVX2 and AVX-512";
   }
 }
 
@@ -298,6 +298,16 @@ TEST_P(HostAndPortableKernelTest, ConvStride1AndDepthwise) {
   add_conv(k, {1, 2, 9, 8}, {5, 2, 2, 2}, {{"auto_pad", std::string("SAME_UPPER")}});
   add_conv(k, {1, 4, 40}, {3, 4, 3}, {{"pads", I{1, 1}}});
   add_conv(k, {2, 3, 7, 7}, {4, 3, 3, 3}, {{"dilations", I{1, 2}}, {"pads", I{0, 2, 1, 0}}}, false);
+  // Grouped (ResNeXt-style) and dilated stride-1 layers with edge tiles in both
+  // directions (7 and 9 rows; 11 x 13 plane), each with a fused activation: ReLU and
+  // SiLU and HardSwish run in the tile's bias pass.
+  auto act_conv = [&](Shape xs, Shape ws, ops::Attrs attrs, const std::string& act) {
+    Node* c = k.inner("Conv", {k.input(xs), k.weight(ws), k.weight({ws[0]})}, std::move(attrs));
+    k.output(k.inner(act, {c->outputs[0]})->outputs[0]);
+  };
+  act_conv({1, 12, 11, 13}, {14, 6, 3, 3}, {{"group", int64_t{2}}, {"pads", I{1, 1, 1, 1}}}, "Relu");
+  act_conv({1, 16, 11, 13}, {20, 4, 3, 3}, {{"group", int64_t{4}}, {"pads", I{2, 2, 2, 2}}, {"dilations", I{2, 2}}}, "Silu");
+  act_conv({1, 6, 9, 30}, {7, 6, 5, 5}, {{"pads", I{2, 2, 2, 2}}}, "HardSwish");
   const Shape wide = {1, 5, 7, 37};
   add_conv(k, wide, {5, 1, 3, 3}, {{"group", int64_t{5}}, {"pads", I{1, 1, 1, 1}}});
   add_conv(k, wide, {5, 1, 3, 3}, {{"group", int64_t{5}}, {"pads", I{1, 1, 1, 1}}, {"strides", I{2, 2}}});
@@ -319,7 +329,12 @@ TEST_P(HostAndPortableKernelTest, ConvStride1AndDepthwise) {
   then({1, 2, 23, 41}, 1, 5, "HardSwish");
   then({2, 3, 31, 37}, 2, 3, "Sigmoid");
   then({1, 2, 18, 50}, 2, 5, "Silu");
-  k.run(passes::fuse_epilogues, GetParam());
+  testing::Compiled compiled = k.run(passes::fuse_epilogues, GetParam());
+  if (GetParam() == "host" && testing::host_can_run("x86_64-avx2")) {
+    int shifted = 0;
+    for (const std::string& name : compiled.source.kernel_names) shifted += name.find("shifted_gemm") != std::string::npos;
+    EXPECT_GE(shifted, 6) << "stride-1 convolutions should take the shifted-plane GEMM on AVX2 and AVX-512";
+  }
 }
 
 // Depthwise over planes whose output rows are 8 wide or less (16 channels in the

@@ -623,6 +623,11 @@ TEST(ChooseStrategiesTest, RecordsOneStrategyPerConvForTheTarget) {
   EXPECT_NE(print_graph(g).find("Conv(%x, %k3.w) {l2_bytes=1048576, pads=[1,1,1,1], strategy=\"shifted_gemm\"}"), std::string::npos)
       << print_graph(g);
   const uint64_t shifted_scratch = ops::find_op("Conv")->scratch_bytes(*k3);
+  // AVX2 has its own taps tile: the same plane strategies.
+  passes::choose_strategies(g, ops::TargetTraits{INGOT_FEATURE_AVX2 | INGOT_FEATURE_FMA, INGOT_ARCH_X86_64});
+  EXPECT_EQ(k3->attr_string("strategy", ""), "shifted_gemm");
+  EXPECT_EQ(grouped->attr_string("strategy", ""), "phase_gemm");
+  EXPECT_EQ(ops::find_op("Conv")->scratch_bytes(*k3), shifted_scratch);
   passes::choose_strategies(g, ops::TargetTraits{});  // a portable target
   EXPECT_EQ(k3->attr_string("strategy", ""), "im2col_gemm");
   EXPECT_EQ(ops::find_op("Conv")->scratch_bytes(*k3), 8u * 3 * 3 * 48 * sizeof(float));
