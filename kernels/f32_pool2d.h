@@ -50,6 +50,65 @@ INGOT_INLINE void f32_pool2d_row_avx512(float* INGOT_RESTRICT yr, const float* I
 }
 #endif
 
+#if defined(__AVX2__) && !defined(__AVX512F__)
+#include <immintrin.h>
+
+INGOT_INLINE __m256i f32_pool_mask_avx2(ingot_index_t n) {
+  const int32_t v = n < 0 ? 0 : (n > 8 ? 8 : (int32_t)n);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* f32_pool_load_strided_avx512 on 8 lanes: stride 2 is two loads, an even-lane
+ * shuffle and a 64-bit lane permute; only a vector reaching past x[S * (n - 1)] is
+ * masked. */
+INGOT_INLINE __m256 f32_pool_load_strided_avx2(const float* INGOT_RESTRICT x, ingot_index_t S, ingot_index_t n) {
+  if (S == 1) return n >= 8 ? _mm256_loadu_ps(x) : _mm256_maskload_ps(x, f32_pool_mask_avx2(n));
+  const ingot_index_t span = 2 * n - 1;
+  const __m256 a = span >= 8 ? _mm256_loadu_ps(x) : _mm256_maskload_ps(x, f32_pool_mask_avx2(span));
+  const __m256 b = span >= 16 ? _mm256_loadu_ps(x + 8)
+                              : (span > 8 ? _mm256_maskload_ps(x + 8, f32_pool_mask_avx2(span - 8)) : _mm256_setzero_ps());
+  const __m256 even = _mm256_shuffle_ps(a, b, 0x88); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
+}
+
+/* f32_pool2d_row_avx512 on 8 outputs per vector: the same taps in the same order
+ * (the same bits), the last partial vector stored a float at a time. */
+INGOT_INLINE void f32_pool2d_row_avx2(float* INGOT_RESTRICT yr, const float* INGOT_RESTRICT x, ingot_index_t oh,
+                                      ingot_index_t lo, ingot_index_t hi, ingot_index_t H, ingot_index_t W,
+                                      ingot_index_t KH, ingot_index_t KW, ingot_index_t SH, ingot_index_t SW,
+                                      ingot_index_t PH, ingot_index_t PW, ingot_index_t DH, ingot_index_t DW, int is_max,
+                                      float count) {
+  for (ingot_index_t ow = lo; ow < hi; ow += 8) {
+    const ingot_index_t n = hi - ow < 8 ? hi - ow : 8;
+    __m256 acc = is_max ? _mm256_set1_ps(-INGOT_INFF) : _mm256_setzero_ps();
+    for (ingot_index_t kh = 0; kh < KH; ++kh) {
+      const ingot_index_t ih = oh * SH - PH + kh * DH;
+      if (ih < 0 || ih >= H) continue;
+      const float* INGOT_RESTRICT xr = x + ih * W + ow * SW - PW;
+      for (ingot_index_t kw = 0; kw < KW; ++kw) {
+        const __m256 v = f32_pool_load_strided_avx2(xr + kw * DW, SW, n);
+        acc = is_max ? _mm256_max_ps(v, acc) : _mm256_add_ps(acc, v);
+      }
+    }
+    if (!is_max) acc = _mm256_div_ps(acc, _mm256_set1_ps(count));
+    if (n == 8) {
+      _mm256_storeu_ps(yr + ow, acc);
+    } else {
+      float lanes[8];
+      _mm256_storeu_ps(lanes, acc);
+      for (ingot_index_t j = 0; j < n; ++j) yr[ow + j] = lanes[j];
+    }
+  }
+}
+#endif
+
+/* The widest pooling row of the target: 16 outputs per vector on AVX-512, 8 on AVX2. */
+#if defined(__AVX512F__)
+#define INGOT_POOL2D_ROW_VEC f32_pool2d_row_avx512
+#elif defined(__AVX2__)
+#define INGOT_POOL2D_ROW_VEC f32_pool2d_row_avx2
+#endif
+
 #if defined(__AVX512F__)
 /* Stride-1 max pooling (dilation 1) of a plane whose padded rows fit one vector
  * (W + PW + PWE <= 16: 14x14 planes and smaller): each input row is one register with
@@ -231,12 +290,12 @@ INGOT_INLINE void f32_maxpool2d_plane_portable(float* INGOT_RESTRICT y, const fl
   /* One vector pass finds whether the plane holds a NaN at all. */
   int has_nan = 0;
   for (ingot_index_t i = 0; i < H * W; ++i) has_nan |= x[i] != x[i];
-#if defined(__AVX512F__)
-  /* Stride 2 without NaN: the interior columns as vectors of 16 outputs, rows apart. */
+#if defined(INGOT_POOL2D_ROW_VEC)
+  /* Stride 2 without NaN: the interior columns as vectors of outputs, rows apart. */
   if (SW == 2 && !has_nan) {
     for (ingot_index_t oh = 0; oh < OH; ++oh) {
       float* INGOT_RESTRICT yr = y + oh * OW;
-      f32_pool2d_row_avx512(yr, x, oh, lo, hi, H, W, KH, KW, SH, SW, PH, PW, DH, DW, 1, 0.0f);
+      INGOT_POOL2D_ROW_VEC(yr, x, oh, lo, hi, H, W, KH, KW, SH, SW, PH, PW, DH, DW, 1, 0.0f);
       f32_maxpool2d_columns(yr, x, oh, 0, lo, H, W, KH, KW, SH, SW, PH, PW, DH, DW, 0);
       f32_maxpool2d_columns(yr, x, oh, hi, OW, H, W, KH, KW, SH, SW, PH, PW, DH, DW, 0);
     }
@@ -334,11 +393,11 @@ INGOT_INLINE void f32_avgpool2d_plane_portable(float* INGOT_RESTRICT y, const fl
                                                ingot_index_t W, ingot_index_t OH, ingot_index_t OW, ingot_index_t KH, ingot_index_t KW,
                                                ingot_index_t SH, ingot_index_t SW, ingot_index_t PH, ingot_index_t PW, ingot_index_t PH_END,
                                                ingot_index_t PW_END, int count_include_pad) {
-  /* Columns whose window lies inside the row ([lo, hi)) go 16 at a time where the
-   * target has AVX-512 and the stride is 1 or 2; their count is the same along the
-   * row (the window's rows times KW), so it is found once per row. */
+  /* Columns whose window lies inside the row ([lo, hi)) go a vector at a time where
+   * the target has AVX-512 or AVX2 and the stride is 1 or 2; their count is the same
+   * along the row (the window's rows times KW), so it is found once per row. */
   ingot_index_t lo = 0, hi = 0;
-#if defined(__AVX512F__)
+#if defined(INGOT_POOL2D_ROW_VEC)
   if (SW <= 2) {
     lo = (PW + SW - 1) / SW;
     hi = W - KW + PW >= 0 ? (W - KW + PW) / SW + 1 : 0;
@@ -349,14 +408,14 @@ INGOT_INLINE void f32_avgpool2d_plane_portable(float* INGOT_RESTRICT y, const fl
 #endif
   for (ingot_index_t oh = 0; oh < OH; ++oh) {
     float* INGOT_RESTRICT yr = y + oh * OW;
-#if defined(__AVX512F__)
+#if defined(INGOT_POOL2D_ROW_VEC)
     if (lo < hi) {
       const ingot_index_t h0 = oh * SH - PH;
       ingot_index_t rows = 0;
       for (ingot_index_t kh = 0; kh < KH; ++kh) rows += h0 + kh >= 0 && h0 + kh < H;
       if (count_include_pad) rows = (h0 + KH > H + PH_END ? H + PH_END : h0 + KH) - h0;
       if (rows > 0)
-        f32_pool2d_row_avx512(yr, x, oh, lo, hi, H, W, KH, KW, SH, SW, PH, PW, 1, 1, 0, (float)(rows * KW));
+        INGOT_POOL2D_ROW_VEC(yr, x, oh, lo, hi, H, W, KH, KW, SH, SW, PH, PW, 1, 1, 0, (float)(rows * KW));
       else
         for (ingot_index_t ow = lo; ow < hi; ++ow) yr[ow] = 0.0f;
     }

@@ -858,6 +858,11 @@ TEST(KernelTest, Pools) {
           {"count_include_pad", inc}});
     k.op("AveragePool", {k.input(x)},
          {{"kernel_shape", I{5, 5}}, {"pads", I{2, 2, 2, 2}}, {"count_include_pad", inc}});
+    // Rows of several vectors (8 and 16 lanes) and a partial one, strides 1 and 2.
+    k.op("AveragePool", {k.input({1, 2, 9, 37})},
+         {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", inc}});
+    k.op("AveragePool", {k.input({1, 2, 9, 53})},
+         {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", inc}});
     // Rows of 16 or more outputs (the vector interior), stride 1 and 2, padded rows
     // whose windows hold fewer input rows, and ceil mode's clipped last column.
     const Shape wide = {1, 3, 9, 70};
