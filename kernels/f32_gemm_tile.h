@@ -165,11 +165,12 @@ INGOT_INLINE void f32_gemm_avx2_store(float* p, ingot_index_t nr, int v, __m256 
   else if (nr > 8 * v) _mm256_maskstore_ps(p + 8 * v, f32_gemm_avx2_mask(nr - 8 * v), x);
 }
 
-INGOT_INLINE void f32_gemm_tile_4x24_avx2_blk(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
-                                              ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b,
-                                              ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
-                                              const float* INGOT_RESTRICT bias, const float* res, int act, float lo,
-                                              float hi, int resume, const char* pf, ingot_index_t pf_lines) {
+INGOT_INLINE void f32_gemm_tile_4x24_avx2_blk_inline(float* INGOT_RESTRICT c, ingot_index_t ldc,
+                                                     const float* INGOT_RESTRICT a, ingot_index_t lda, ingot_index_t aks,
+                                                     const float* INGOT_RESTRICT b, ingot_index_t ldb, ingot_index_t K,
+                                                     ingot_index_t mr, ingot_index_t nr, const float* INGOT_RESTRICT bias,
+                                                     const float* res, int act, float lo, float hi, int resume,
+                                                     const char* pf, ingot_index_t pf_lines) {
   __m256 acc[4][3];
 #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
@@ -206,6 +207,34 @@ INGOT_INLINE void f32_gemm_tile_4x24_avx2_blk(float* INGOT_RESTRICT c, ingot_ind
       }
     }
   }
+}
+
+/* The full 4 x 24 tile as a function of its own. Inlined into a kernel that also inlines
+ * other vector code (an im2col panel, Winograd transforms), the tile's K loop shared the
+ * 16 ymm registers with values GCC kept live for that code, and two of the 12
+ * accumulators went to the stack: a store and a reload on every k, on the FMA chain
+ * (3x3 stride-2 im2col layers ran at ~30% of peak on Zen 3, ~50% without the spill).
+ * Here the loop has the registers to itself; a call per tile costs nothing next to K
+ * steps of 12 FMAs. Edge tiles stay inline with their literal sizes. */
+__attribute__((noinline, unused)) static void f32_gemm_tile_4x24_avx2_full(float* INGOT_RESTRICT c, ingot_index_t ldc,
+                                                                   const float* INGOT_RESTRICT a, ingot_index_t lda,
+                                                                   ingot_index_t aks, const float* INGOT_RESTRICT b,
+                                                                   ingot_index_t ldb, ingot_index_t K,
+                                                                   const float* INGOT_RESTRICT bias, const float* res,
+                                                                   int act, float lo, float hi, int resume, const char* pf,
+                                                                   ingot_index_t pf_lines) {
+  f32_gemm_tile_4x24_avx2_blk_inline(c, ldc, a, lda, aks, b, ldb, K, 4, 24, bias, res, act, lo, hi, resume, pf, pf_lines);
+}
+
+INGOT_INLINE void f32_gemm_tile_4x24_avx2_blk(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                              ingot_index_t lda, ingot_index_t aks, const float* INGOT_RESTRICT b,
+                                              ingot_index_t ldb, ingot_index_t K, ingot_index_t mr, ingot_index_t nr,
+                                              const float* INGOT_RESTRICT bias, const float* res, int act, float lo,
+                                              float hi, int resume, const char* pf, ingot_index_t pf_lines) {
+  if (mr == 4 && nr == 24)
+    f32_gemm_tile_4x24_avx2_full(c, ldc, a, lda, aks, b, ldb, K, bias, res, act, lo, hi, resume, pf, pf_lines);
+  else
+    f32_gemm_tile_4x24_avx2_blk_inline(c, ldc, a, lda, aks, b, ldb, K, mr, nr, bias, res, act, lo, hi, resume, pf, pf_lines);
 }
 
 /* f32_tile_bias_act_avx512 on 8-lane vectors. */
