@@ -376,10 +376,11 @@ INGOT_INLINE void f32_conv_taps_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_
 /* f32_conv_taps_tile_8x48_avx512 on 8-lane vectors, 4 rows by 24 columns; full vectors
  * use plain loads and stores, only a partial edge vector is masked (see
  * f32_gemm_avx2_load). */
-INGOT_INLINE void f32_conv_taps_tile_4x24_avx2(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
-                                               ingot_index_t lda, const float* INGOT_RESTRICT xp, ingot_index_t plane,
-                                               const int32_t* INGOT_RESTRICT tap, ingot_index_t taps, ingot_index_t IC,
-                                               ingot_index_t mr, ingot_index_t nr) {
+INGOT_INLINE void f32_conv_taps_tile_4x24_avx2_inline(float* INGOT_RESTRICT c, ingot_index_t ldc,
+                                                      const float* INGOT_RESTRICT a, ingot_index_t lda,
+                                                      const float* INGOT_RESTRICT xp, ingot_index_t plane,
+                                                      const int32_t* INGOT_RESTRICT tap, ingot_index_t taps,
+                                                      ingot_index_t IC, ingot_index_t mr, ingot_index_t nr) {
   __m256 acc[4][3];
 #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) acc[r][0] = acc[r][1] = acc[r][2] = _mm256_setzero_ps();
@@ -407,6 +408,26 @@ INGOT_INLINE void f32_conv_taps_tile_4x24_avx2(float* INGOT_RESTRICT c, ingot_in
       for (int v = 0; v < 3; ++v) f32_gemm_avx2_store(c + r * ldc, nr, v, acc[r][v]);
     }
   }
+}
+
+/* The full tile outlined, as f32_gemm_tile_4x24_avx2_full: inlined into the shifted and
+ * phase kernels beside their plane copies, two accumulators went to the stack. */
+__attribute__((noinline, unused)) static void f32_conv_taps_tile_4x24_avx2_full(float* INGOT_RESTRICT c, ingot_index_t ldc,
+                                                                        const float* INGOT_RESTRICT a, ingot_index_t lda,
+                                                                        const float* INGOT_RESTRICT xp, ingot_index_t plane,
+                                                                        const int32_t* INGOT_RESTRICT tap, ingot_index_t taps,
+                                                                        ingot_index_t IC) {
+  f32_conv_taps_tile_4x24_avx2_inline(c, ldc, a, lda, xp, plane, tap, taps, IC, 4, 24);
+}
+
+INGOT_INLINE void f32_conv_taps_tile_4x24_avx2(float* INGOT_RESTRICT c, ingot_index_t ldc, const float* INGOT_RESTRICT a,
+                                               ingot_index_t lda, const float* INGOT_RESTRICT xp, ingot_index_t plane,
+                                               const int32_t* INGOT_RESTRICT tap, ingot_index_t taps, ingot_index_t IC,
+                                               ingot_index_t mr, ingot_index_t nr) {
+  if (mr == 4 && nr == 24)
+    f32_conv_taps_tile_4x24_avx2_full(c, ldc, a, lda, xp, plane, tap, taps, IC);
+  else
+    f32_conv_taps_tile_4x24_avx2_inline(c, ldc, a, lda, xp, plane, tap, taps, IC, mr, nr);
 }
 
 /* f32_store_padded_runs_avx512 on 8-lane vectors: a run's last partial vector is
