@@ -213,7 +213,7 @@ INGOT_INLINE void f32_gemm_tile_4x24_avx2_blk_inline(float* INGOT_RESTRICT c, in
  * other vector code (an im2col panel, Winograd transforms), the tile's K loop shared the
  * 16 ymm registers with values GCC kept live for that code, and two of the 12
  * accumulators went to the stack: a store and a reload on every k, on the FMA chain
- * (3x3 stride-2 im2col layers ran at ~30% of peak on Zen 3, ~50% without the spill).
+ * (3x3 stride-2 im2col layers ran at ~31% of peak on Zen 3, ~46% without the spill).
  * Here the loop has the registers to itself; a call per tile costs nothing next to K
  * steps of 12 FMAs. Edge tiles stay inline with their literal sizes. */
 __attribute__((noinline, unused)) static void f32_gemm_tile_4x24_avx2_full(float* INGOT_RESTRICT c, ingot_index_t ldc,
