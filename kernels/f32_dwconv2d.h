@@ -7,7 +7,7 @@
 #ifndef INGOT_F32_DWCONV2D_H_
 #define INGOT_F32_DWCONV2D_H_
 
-#include "ingot_kernel_common.h"
+#include "ingot_kernel_simd.h"
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif

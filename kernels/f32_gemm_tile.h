@@ -13,7 +13,7 @@
 #ifndef INGOT_F32_GEMM_TILE_H_
 #define INGOT_F32_GEMM_TILE_H_
 
-#include "ingot_kernel_common.h"
+#include "ingot_kernel_simd.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>

@@ -2,7 +2,7 @@
 #ifndef INGOT_F32_SOFTMAX_H_
 #define INGOT_F32_SOFTMAX_H_
 
-#include "ingot_kernel_common.h"
+#include "ingot_kernel_simd.h"
 
 INGOT_INLINE void f32_softmax_portable(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, ingot_index_t N,
                                        ingot_index_t S, int log_softmax) {

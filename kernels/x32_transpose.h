@@ -2,7 +2,7 @@
 #ifndef INGOT_X32_TRANSPOSE_H_
 #define INGOT_X32_TRANSPOSE_H_
 
-#include "ingot_kernel_common.h"
+#include "ingot_kernel_simd.h"
 
 #if defined(__AVX512F__)
 /* dst[i * ldd + j] = src[j * lds + i] for i < cols, j < rows: a panel of |rows| source
