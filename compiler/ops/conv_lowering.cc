@@ -50,7 +50,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   // Each row panel's C^T tile has its own rows of `ct` ([HW rounded to 8, width]), so
   // the K loop can run in blocks over all of a column tile's row panels (the W^T block
   // then stays in L1 for all of them) before the tiles are written back.
-  loops.k_block = gemm_k_block(K, tile, ctx.l1d_bytes);
+  loops.k_block = gemm_k_block(K, tile, ctx.l1d_bytes, HW);
   const bool resumable = loops.k_block < K;
   // The W^T panels are one contiguous stream, read once per image: every K block is
   // followed in memory by the next one (the next column tile's first block after the

@@ -22,9 +22,10 @@ GemmTile gemm_tile_for(uint32_t features, uint32_t arch) {
 
 std::string tile_isa(const GemmTile& tile) { return tile.kernel.substr(tile.kernel.rfind('_') + 1); }
 
-int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes) {
+int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes, int64_t a_rows) {
   if (l1d_bytes <= 0 || !tile.full_contract) return K;
-  const int64_t fit = std::max<int64_t>(16, l1d_bytes / 2 / (tile.nr * 4) / 8 * 8);
+  const int64_t rows = (a_rows + tile.mr - 1) / tile.mr * tile.mr;
+  const int64_t fit = std::max<int64_t>(16, l1d_bytes * 7 / 8 / ((tile.nr + rows) * 4) / 8 * 8);
   if (K <= fit) return K;
   const int64_t blocks = (K + fit - 1) / fit;
   return ((K + blocks - 1) / blocks + 7) / 8 * 8;

@@ -102,11 +102,16 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& tile);
 // panel instead, six times the bytes of A per column tile, so only from the L2.
 bool gemm_rows_outer(int64_t M, int64_t K, int64_t N, int64_t l2_bytes);
 
-// The K block for GEMMs of depth K on |tile| with an L1 data cache of |l1d_bytes|: a
-// block of the B panel takes about half the L1; blocks are balanced and a multiple of
-// 8 deep. K itself (one block) when it fits, the L1 is unknown (0) or the tile cannot
-// resume sums (GemmTile::full_contract).
-int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes);
+// The K block for GEMMs of depth K on |tile| with an L1 data cache of |l1d_bytes|, when
+// |a_rows| rows of A pass over each block of the B panel: the block of B and the A
+// slab those rows read (kc x (nr + a_rows) floats) take 7/8 of the L1, so that neither
+// is read again from the L2 while the block lasts. Blocks are balanced and a multiple
+// of 8 deep. K itself (one block) when it fits, the L1 is unknown (0) or the tile
+// cannot resume sums (GemmTile::full_contract).
+// Measured on Zen 3 (32 KiB L1, 4x24 tile), 1x1 layers on 7x7 planes (49 rows): kc 96
+// against the earlier 168 (B alone in half the L1): 400->400 0.87, 1152->320 0.78,
+// 960->160 0.77 of the time; kc 128 (37 KiB) already 5-10% slower than 96.
+int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes, int64_t a_rows);
 
 
 // The axis with more independent work for an M x N GEMM on |tile|: column tiles when
