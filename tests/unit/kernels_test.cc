@@ -366,6 +366,8 @@ TEST_P(HostAndPortableKernelTest, DepthwiseWideRows) {
   KernelCase k(427);
   add_conv(k, {2, 37, 9, 40}, {37, 1, 3, 3}, {{"group", int64_t{37}}, {"pads", I{1, 1, 1, 1}}});
   add_conv(k, {1, 20, 23, 57}, {20, 1, 7, 7}, {{"group", int64_t{20}}, {"pads", I{3, 3, 3, 3}}, {"strides", I{2, 2}}}, false);
+  // Stride 2 with an even left pad and an even width: the parity split's other order.
+  add_conv(k, {1, 12, 10, 36}, {12, 1, 5, 5}, {{"group", int64_t{12}}, {"pads", I{2, 2, 2, 2}}, {"strides", I{2, 2}}}, false);
   add_conv(k, {1, 17, 12, 50}, {17, 1, 5, 5}, {{"group", int64_t{17}}, {"pads", I{4, 4, 4, 4}}, {"dilations", I{2, 2}}});
   add_conv(k, {1, 16, 11, 70}, {16, 1, 3, 5}, {{"group", int64_t{16}}, {"pads", I{0, 2, 2, 1}}, {"strides", I{1, 3}}});
   // A window deeper than the lanes kernels' row table (64 rows): the plane kernels.
