@@ -271,6 +271,14 @@ TEST(MathKernelsTest, ReductionsAndArgMaxMatchTheReference) {
     expect_kernel_matches(op, {x}, {{"axes", std::vector<int64_t>{-1}}, {"keepdims", int64_t{0}}}, {}, tol);
     expect_kernel_matches(op, {x}, {}, {}, tol);  // all axes
   }
+  // Contiguous runs of 16 or more (the trailing axes, size-1 axes between them):
+  // the vectorized sums, with their unrolled part and a remainder.
+  Tensor planes = testing::random_f32({2, 3, 1, 9, 11}, 11);
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceL2", "ReduceSumSquare"}) {
+    expect_kernel_matches(op, {planes}, {{"axes", std::vector<int64_t>{3, 4}}}, {}, tol);
+    expect_kernel_matches(op, {planes}, {{"axes", std::vector<int64_t>{2, 3, -1}}, {"keepdims", int64_t{0}}}, {}, tol);
+    expect_kernel_matches(op, {planes}, {{"axes", std::vector<int64_t>{0, 3, 4}}}, {}, tol);  // not a trailing run
+  }
   expect_kernel_matches("ReduceLogSum", {testing::random_f32({3, 4}, 8, 0.1f, 2.0f)},
                         {{"axes", std::vector<int64_t>{1}}}, {}, tol);
   expect_kernel_matches("ReduceSum", {x, i64({0}, {})}, {{"noop_with_empty_axes", int64_t{1}}}, {false, true}, tol);
