@@ -7,8 +7,8 @@
 Compiles MODEL with ingot, times every plan step (`ingot bench --per-step --json`), has
 ONNX Runtime profile its own nodes in the same model (bench/ort_profile.js: its fusions
 and layout changes applied, one thread) and matches the two by the ONNX nodes a step
-covers: an ingot step's label names the nodes it fused; ORT names a fused node after
-its last output. Prints the steps sorted by how much slower ingot is, with both times.
+covers: an ingot step's label names the nodes it fused, and it is compared with the
+ORT nodes that cover them. Prints the steps sorted by how much slower ingot is, with both times.
 
 Per-layer models (bench/run.sh --sweep) show a kernel on its own, hot in cache and, for
 ORT, without the channel-blocked layout it picks for whole CNNs; this shows the layers
@@ -63,23 +63,26 @@ def main():
     ort = json.loads(run.stdout)
     ort_by_output = {name[:-len("_nchwc")] if name.endswith("_nchwc") else name: name for name in ort}
 
+    # Every ORT node that covers one of the ONNX nodes an ingot step fused: ORT names a
+    # fused node after its last output ("_nchwc" when it changed the layout), or keeps
+    # the first node's name as a prefix ("/x/MatMul/MatMulAddFusion"); an op ORT left
+    # unfused is a node of its own. The step is compared with their sum.
     used, rows = set(), []
     for s in steps:
         label = s.get("label", "")
-        match = None
-        # The last fused node first: ORT names a fused node after its last output.
-        for node in reversed(label.split(" + ")):
+        matches = []
+        for node in label.split(" + "):
             for key in (output_of.get(node, node), node):
                 name = ort_by_output.get(key)
                 if name and name not in used:
-                    match = name
-                    break
-            if match:
-                break
-        if match:
-            used.add(match)
+                    matches.append(name)
+                    used.add(name)
+            for name in ort:
+                if name.startswith(node + "/") and name not in used:
+                    matches.append(name)
+                    used.add(name)
         rows.append({"step": s["step"], "kernel": s.get("kernel", ""), "label": label, "ingot_us": s["us"],
-                     "ort_node": match, "ort_us": ort[match]["us"] if match else None})
+                     "ort_nodes": matches, "ort_us": sum(ort[m]["us"] for m in matches) if matches else None})
 
     ingot_total = sum(r["ingot_us"] for r in rows)
     ort_total = sum(v["us"] for v in ort.values())
