@@ -291,6 +291,22 @@ TEST(MathKernelsTest, ReductionsAndArgMaxMatchTheReference) {
         expect_kernel_matches(op, {ties}, {{"axis", axis}, {"select_last_index", last}, {"keepdims", last}});
 }
 
+// Linear and cubic Resize over H and W only take the separable kernel (rows
+// interpolated along W once, into a ring); one that also resizes channels takes the
+// generic tap loops.
+TEST(MathKernelsTest, SeparableResizeMatchesTheReference) {
+  Tensor x = testing::random_f32({2, 3, 5, 7}, 12);
+  Tolerance tol = Tolerance::relative(1e-5, 1e-6);
+  for (const char* mode : {"linear", "cubic"})
+    for (const char* transform : {"half_pixel", "align_corners", "asymmetric"})
+      for (std::vector<int64_t> size : {std::vector<int64_t>{2, 3, 11, 16}, std::vector<int64_t>{2, 3, 3, 4},
+                                        std::vector<int64_t>{2, 3, 5, 20}, std::vector<int64_t>{2, 4, 9, 7}}) {
+        ops::Attrs attrs = {{"mode", std::string(mode)}, {"coordinate_transformation_mode", std::string(transform)}};
+        expect_kernel_matches("Resize", {x, f32({0}, {}), f32({0}, {}), i64({4}, size)}, attrs, {false, true, true, true},
+                              tol);
+      }
+}
+
 TEST(MathKernelsTest, EpilogueFusionOfTheNewUnaryOps) {
   // Conv-free anchor: ReduceSum, then Sin and Mod (fmod) fused into its epilogue.
   Graph g;
