@@ -54,9 +54,10 @@ emit::ModuleContents pack_module_contents(const Graph& graph, const schedule::Pl
           binding.index = static_cast<uint16_t>(where.index);
           binding.offset = where.offset;
           binding.size = v->byte_size();
-          if (v == step.scratch) {  // this part's slice
-            binding.size /= step.parts.size();
-            binding.offset += binding.size * part.scratch_slot;
+          if (v == step.scratch) {  // this part's slice (or, in phases, the shared whole)
+            const auto [offset, bytes] = schedule::part_scratch(step, k, binding.size);
+            binding.offset += offset;
+            binding.size = bytes;
           }
           m.bindings.push_back(binding);
         }
@@ -67,13 +68,17 @@ emit::ModuleContents pack_module_contents(const Graph& graph, const schedule::Pl
         const double share = whole ? 1.0 : static_cast<double>(part.wg_end - part.wg_begin) / static_cast<double>(step.workgroups);
         if (step.kind == INGOT_STEP_DISPATCH) {
           st.kernel = static_cast<uint32_t>(source.step_kernel[s]);
-          st.wg_begin = whole ? 0 : part.wg_begin;
-          st.wg_end = whole ? static_cast<uint32_t>(groups) : part.wg_end;
+          const int64_t first = static_cast<size_t>(s) < source.step_wg_first.size() ? source.step_wg_first[s] : 0;
+          st.wg_begin = whole ? static_cast<uint32_t>(first) : part.wg_begin;
+          st.wg_end = whole ? static_cast<uint32_t>(first + groups) : part.wg_end;
           // What the part reads and writes (scratch stays in cache and is not counted).
-          if (step.node) work.flops = static_cast<uint64_t>(static_cast<double>(ops::node_flops(*step.node)) * share);
+          const bool phased = step.phase_count > 1;
+          if (phased) work.flops = static_cast<uint64_t>(static_cast<double>(step.phase_work.flops) * share);
+          else if (step.node) work.flops = static_cast<uint64_t>(static_cast<double>(ops::node_flops(*step.node)) * share);
           uint64_t bytes = 0;
           for (const Value* v : step.bindings)
             if (v != step.scratch) bytes += v->byte_size();
+          if (phased) bytes = step.phase_work.bytes;
           work.bytes = static_cast<uint64_t>(static_cast<double>(bytes) * share);
         } else {
           st.wg_end = static_cast<uint32_t>(step.copy_bytes);

@@ -78,6 +78,17 @@ struct LoweringContext {
   // leave the epilogue to codegen's sweep, which then covers the same elements. 0:
   // unknown, so a lowering that leaves the epilogue to the sweep runs unsplit.
   int64_t wg_elements = 0;
+  // An op with phases (OpDef::phases): the workgroups of each phase, numbered on from
+  // one phase to the next (the first phase [0, n0), the second [n0, n0 + n1), ...);
+  // wg_count is their sum. A call always stays within one phase.
+  std::vector<int64_t> phase_workgroups{};
+};
+
+// The work of one phase of a dispatch (OpDef::phases), for the cost model and the
+// module's per-step counts.
+struct PhaseWork {
+  uint64_t flops = 0;
+  uint64_t bytes = 0;  // bytes it reads and writes outside its scratch
 };
 
 struct OpDef {
@@ -102,6 +113,13 @@ struct OpDef {
   // Floating-point operations of one run, 2 per multiply-add of the op as written
   // (a Winograd conv counts its direct form). Null: see node_flops.
   uint64_t (*flops)(const Node& node) = nullptr;
+  // A dispatch computed in phases that must follow one another (a recurrence: the
+  // input projections of all time steps, then one phase per step). Each phase is its
+  // own plan step over its own range of the kernel's workgroups, so workers split
+  // every phase and the plan places its syncs between phases. Every part of every
+  // phase shares one scratch, which carries the state from phase to phase. Null, or
+  // fewer than two phases: one step, as for any op.
+  std::vector<PhaseWork> (*phases)(const Node& node) = nullptr;
 };
 
 // Looks up an op; nullptr when ingot does not implement it.

@@ -327,9 +327,32 @@ void reference_rnn(const Node& node, const std::vector<const Tensor*>& in, std::
   }
 }
 
-// Scratch layout in floats, shared by scratch_bytes and the lowering: the input
-// projections of every step (one direction at a time), W and R packed at run time
-// when they are not constants, the folded biases, and the states.
+// Whether the node runs in phases (rnn_phases): the input projections of all steps,
+// then one phase per time step (two for GRU with linear_before_reset = 0, whose h gate
+// reads r * h of every unit), each split over hidden blocks of 16 units. Chosen for
+// plans on several workers (choose_strategies sets `phased`). Needs W and R packed at
+// compile time (a run-time pack would be one more phase for little gain).
+bool rnn_phased(const Node& node, const RnnGeometry& g) {
+  return g.w_panel && g.r_block && node.epilogue.empty() && node.attr_int("phased", 0) != 0;
+}
+int64_t rnn_passes(const RnnGeometry& g) { return g.cell == Cell::Gru && !g.linear_before_reset ? 2 : 1; }
+
+std::vector<PhaseWork> rnn_phases(const Node& node) {
+  const RnnGeometry g = rnn_geometry(node);
+  if (!rnn_phased(node, g)) return {};
+  const uint64_t G = static_cast<uint64_t>(g.gates * g.H), D = g.D, S = g.S, B = g.B, I = g.I, H = g.H;
+  std::vector<PhaseWork> phases;
+  phases.push_back({2 * D * S * B * G * I, 4 * (S * B * I + D * G * I)});
+  const uint64_t passes = static_cast<uint64_t>(rnn_passes(g));
+  for (uint64_t p = 0; p < S * passes; ++p) phases.push_back({2 * D * B * G * H / passes, 4 * (D * G * H / passes + 2 * D * B * H)});
+  return phases;
+}
+
+// Scratch layout in floats, shared by scratch_bytes and the lowering. One step: the
+// input projections of every step (one direction at a time), W and R packed at run
+// time when they are not constants, the folded biases, and the states. In phases:
+// every direction's projections and states side by side (the directions' phases run
+// together), h as two buffers (read one step, write the next).
 struct RnnScratch {
   int64_t xw = 0, w_panels = 0, r_blocks = 0, bias = 0, rbias = 0, h = 0, hn = 0, c = 0, z = 0, rhv = 0, total = 0;
 };
@@ -344,26 +367,27 @@ int64_t max_panel_columns(int64_t n) {
   return cols;
 }
 
-RnnScratch rnn_scratch(const RnnGeometry& g) {
+RnnScratch rnn_scratch(const Node& node, const RnnGeometry& g) {
   RnnScratch s;
-  int64_t G = g.gates * g.H, at = 0;
+  const int64_t G = g.gates * g.H, dirs = rnn_phased(node, g) ? g.D : 1;
+  int64_t at = 0;
   auto take = [&](int64_t n) {  // 64-byte aligned regions
     int64_t o = at;
     at += (n + 15) / 16 * 16;
     return o;
   };
-  s.xw = take(g.S * g.B * G);
+  s.xw = take(dirs * g.S * g.B * G);
   s.w_panels = take(g.w_panel ? 0 : max_panel_columns(G) * g.I);
   s.r_blocks = take(g.r_block ? 0 : (g.H + 15) / 16 * g.H * g.gates * 16);
   s.bias = take(G);
   s.rbias = take(g.H);
-  for (int64_t* state : {&s.h, &s.hn, &s.c, &s.z, &s.rhv}) *state = take(g.B * g.H);
+  for (int64_t* state : {&s.h, &s.hn, &s.c, &s.z, &s.rhv}) *state = take(dirs * g.B * g.H);
   s.total = at;
   return s;
 }
 
 uint64_t rnn_scratch_bytes(const Node& node) {
-  return static_cast<uint64_t>(rnn_scratch(rnn_geometry(node)).total) * sizeof(float);
+  return static_cast<uint64_t>(rnn_scratch(node, rnn_geometry(node)).total) * sizeof(float);
 }
 
 // The recurrent kernel of the target, and how many batch rows one call takes for `ng`
@@ -385,8 +409,9 @@ BlockKernel block_kernel_for(uint32_t features, uint32_t arch) {
 std::string lower_rnn(LoweringContext& ctx) {
   const Node& node = ctx.node;
   RnnGeometry g = rnn_geometry(node);
-  RnnScratch sc = rnn_scratch(g);
-  const int64_t G = g.gates * g.H, H = g.H, nb = (g.H + 15) / 16;
+  const bool phased = rnn_phased(node, g);
+  RnnScratch sc = rnn_scratch(node, g);
+  const int64_t G = g.gates * g.H, H = g.H, nb = (g.H + 15) / 16, BH = g.B * g.H;
   auto in = [&](size_t i) { return i < ctx.in.size() ? ctx.in[i] : std::string(); };
   std::string X = ctx.in[0], W = ctx.in[1], R = ctx.in[2], Wb = in(3), lens = in(4), h0 = in(5),
               c0 = g.cell == Cell::Lstm ? in(6) : "", P = g.cell == Cell::Lstm ? in(7) : "";
@@ -407,55 +432,16 @@ std::string lower_rnn(LoweringContext& ctx) {
   auto clip = [&](const std::string& v) {
     return g.clip > 0 ? fmt::format("ingot_clip({}, {}, {})", v, c_float(-g.clip), c_float(g.clip)) : v;
   };
-  std::string s;
-  s += fmt::format(
-      "  float* const xw = {sc} + {xw};\n"
-      "  float* const bias = {sc} + {bias};\n"
-      "  float* const rbias = {sc} + {rbias};\n"
-      "  float* h = {sc} + {h};\n"
-      "  float* hn = {sc} + {hn};\n"
-      "  float* const c = {sc} + {c};\n"
-      "  float* const zb = {sc} + {z};\n"
-      "  float* const rhv = {sc} + {rhv};\n"
-      "  float pre[{pre}];\n"
-      "  int64_t len[{B}];\n"
-      "  int64_t steps = 0;\n"
-      "  (void)bias; (void)rbias; (void)c; (void)zb; (void)rhv;\n",
-      fmt::arg("sc", ctx.scratch), fmt::arg("xw", sc.xw), fmt::arg("bias", sc.bias), fmt::arg("rbias", sc.rbias),
-      fmt::arg("h", sc.h), fmt::arg("hn", sc.hn), fmt::arg("c", sc.c), fmt::arg("z", sc.z), fmt::arg("rhv", sc.rhv),
-      fmt::arg("pre", 8 * 16), fmt::arg("B", g.B));
-  s += lens.empty() ? fmt::format("  for (int64_t b = 0; b < {}; ++b) len[b] = {};\n", g.B, g.S)
-                    : fmt::format("  for (int64_t b = 0; b < {B}; ++b) {{\n"
-                                  "    const int64_t l = (int64_t){lens}[b];\n"
-                                  "    len[b] = l < 0 ? 0 : (l > {S} ? {S} : l);\n"
-                                  "  }}\n",
-                                  fmt::arg("B", g.B), fmt::arg("lens", lens), fmt::arg("S", g.S));
-  s += fmt::format("  for (int64_t b = 0; b < {}; ++b) steps = len[b] > steps ? len[b] : steps;\n", g.B);
-  // Steps past a row's sequence length leave zeros in Y.
-  if (!lens.empty() && !Y.empty())
-    s += fmt::format("  for (int64_t i = 0; i < {}; ++i) {}[i] = 0.0f;\n", node.outputs[0]->numel(), Y);
+  auto state_off = [&](int64_t d) {
+    return g.batch_major ? fmt::format("(b * {} + {}) * {}", g.D, d, H) : fmt::format("({} * {} + b) * {}", d, g.B, H);
+  };
 
-  for (int64_t d = 0; d < g.D; ++d) {
-    const auto& act = g.acts[d];
-    s += fmt::format("  {{ /* direction {} */\n", d);
-    // Input projections of all steps: xw[S * B, G] = X W^T (+ biases), rows in X's order.
-    if (g.w_panel) {
-      s += fmt::format("  const float* const wp = {} + {};\n", W, d * w_dir);
-    } else {
-      s += fmt::format("  float* const wp = {} + {};\n", ctx.scratch, sc.w_panels);
-      s += fmt::format("  f32_rnn_pack_w_panels(wp, {} + {}, {}, {}, {});\n", W, d * G * g.I, G, g.I, wp);
-    }
-    if (!Wb.empty()) {
-      // Wb + Rb fold into the projection, except GRU's h-gate Rb with
-      // linear_before_reset, which the reset gate multiplies.
-      s += fmt::format("  for (int64_t i = 0; i < {G}; ++i) bias[i] = {b}[{o} + i] + {b}[{o} + {G} + i];\n",
-                       fmt::arg("G", G), fmt::arg("b", Wb), fmt::arg("o", d * 2 * G));
-      if (gru_lbr)
-        s += fmt::format(
-            "  for (int64_t j = 0; j < {H}; ++j) {{ bias[{H2} + j] = {b}[{o} + j]; rbias[j] = {b}[{o} + {G} + j]; }}\n",
-            fmt::arg("H", H), fmt::arg("H2", 2 * H), fmt::arg("b", Wb), fmt::arg("o", d * 2 * G + 2 * H),
-            fmt::arg("G", G));
-    }
+  // ---- Pieces shared by both forms ----
+
+  // Input projections of direction d: xw[S * B, G] = X W^T (+ biases), rows in X's
+  // order. Wb + Rb fold in, except GRU's h-gate Rb with linear_before_reset, which the
+  // reset gate multiplies (rbias). |split|: the GEMM computes only the tiles [lo, hi).
+  auto projection = [&](int64_t d, GemmSplit split) {
     GemmLoops loops;
     loops.c = "xw";
     loops.ldc = G;
@@ -466,37 +452,50 @@ std::string lower_rnn(LoweringContext& ctx) {
     loops.M = g.S * g.B;
     loops.N = G;
     loops.K = g.I;
+    loops.split = split;
+    loops.split_lo = "lo";
+    loops.split_hi = "hi";
     if (!Wb.empty())
-      loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+      loops.after_tile = [&, d](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
+        // The bias of column n: Wb[n] + Rb[n], summed once into `bias` (one step) or
+        // where it is added (phases): the same float either way.
+        const std::string bias =
+            phased ? fmt::format("({b}[{o} + n] + {b}[{o} + {G} + n])", fmt::arg("b", Wb), fmt::arg("o", d * 2 * G), fmt::arg("G", G))
+                   : std::string("bias[n]");
+        const std::string lbr_bias = fmt::format("{}[{} + n]", Wb, d * 2 * G);
         return fmt::format(
             "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
             "        float* row = xw + (({m0}) + r) * {G} + ({n0});\n"
-            "        for (int64_t j = 0; j < {nr}; ++j) row[j] += bias[({n0}) + j];\n"
+            "        for (int64_t j = 0; j < {nr}; ++j) {{\n"
+            "          const int64_t n = ({n0}) + j;\n"
+            "          row[j] += {bias};\n"
+            "        }}\n"
             "      }}\n",
-            fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("G", G), fmt::arg("n0", n0), fmt::arg("nr", nr));
+            fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("G", G), fmt::arg("n0", n0), fmt::arg("nr", nr),
+            fmt::arg("bias", phased && gru_lbr ? fmt::format("(n >= {} ? {} : {})", 2 * H, lbr_bias, bias) : bias));
       };
-    s += emit_gemm_loops(loops, tile);
+    return emit_gemm_loops(loops, tile);
+  };
 
-    // R in blocks of 16 hidden units.
-    if (g.r_block) {
-      s += fmt::format("  const float* const rp = {} + {};\n", R, d * nb * H * g.gates * 16);
-    } else {
-      s += fmt::format("  float* const rp = {} + {};\n", ctx.scratch, sc.r_blocks);
-      s += fmt::format("  f32_rnn_pack_r(rp, {} + {}, {}, {});\n", R, d * G * H, H, g.gates);
-    }
-    std::string state_off = g.batch_major ? fmt::format("(b * {} + {}) * {}", g.D, d, H)
-                                          : fmt::format("({} * {} + b) * {}", d, g.B, H);
-    s += fmt::format("  for (int64_t b = 0; b < {B}; ++b)\n"
-                     "    for (int64_t j = 0; j < {H}; ++j) {{\n"
-                     "      h[b * {H} + j] = {h0};\n"
-                     "      c[b * {H} + j] = {c0};\n"
-                     "      rhv[b * {H} + j] = 0.0f;\n"
-                     "    }}\n",
-                     fmt::arg("B", g.B), fmt::arg("H", H),
-                     fmt::arg("h0", h0.empty() ? "0.0f" : fmt::format("{}[{} + j]", h0, state_off)),
-                     fmt::arg("c0", c0.empty() ? "0.0f" : fmt::format("{}[{} + j]", c0, state_off)));
-    s += "  for (int64_t step = 0; step < steps; ++step) {\n";
+  // Initial states of direction d (the scratch pointers h, c, rhv).
+  auto init_states = [&](int64_t d) {
+    return fmt::format("  for (int64_t b = 0; b < {B}; ++b)\n"
+                       "    for (int64_t j = 0; j < {H}; ++j) {{\n"
+                       "      h[b * {H} + j] = {h0};\n"
+                       "      c[b * {H} + j] = {c0};\n"
+                       "      rhv[b * {H} + j] = 0.0f;\n"
+                       "    }}\n",
+                       fmt::arg("B", g.B), fmt::arg("H", H),
+                       fmt::arg("h0", h0.empty() ? "0.0f" : fmt::format("{}[{} + j]", h0, state_off(d))),
+                       fmt::arg("c0", c0.empty() ? "0.0f" : fmt::format("{}[{} + j]", c0, state_off(d))));
+  };
 
+  // One time step `step` of direction d over the hidden blocks [lo_blk, hi_blk) (C
+  // expressions): for each block the product of R's gates with the rows of h, then the
+  // gate math. |pass|: GRU with linear_before_reset = 0 takes two (z and r, then the h
+  // gate, which reads r * h of every unit); -1 runs both.
+  auto time_step = [&](int64_t d, const std::string& lo_blk, const std::string& hi_blk, int pass) {
+    const auto& act = g.acts[d];
     std::string x_row = g.batch_major ? fmt::format("b * {} + t", g.S) : fmt::format("t * {} + b", g.B);
     std::string y_off = g.batch_major ? fmt::format("((b * {} + t) * {} + {}) * {}", g.S, g.D, d, H)
                                       : fmt::format("((t * {} + {}) * {} + b) * {}", g.D, d, g.B, H);
@@ -541,9 +540,15 @@ std::string lower_rnn(LoweringContext& ctx) {
         if (g.B > full) r += "    {\n" + rows(std::to_string(full), g.B - full, nl) + "    }\n";
         return r;
       };
+      // Full blocks of 16 units in [lo_blk, hi_blk), then the last, narrower one.
       std::string r;
-      if (H / 16 > 0) r += fmt::format("    for (int64_t jb = 0; jb < {}; jb += 16) {{\n", H / 16 * 16) + block(16) + "    }\n";
-      if (H % 16) r += fmt::format("    {{\n    const int64_t jb = {};\n", H / 16 * 16) + block(H % 16) + "    }\n";
+      if (H / 16 > 0)
+        r += fmt::format("    for (int64_t jb = ({lo}) * 16; jb < (({hi}) < {F} ? ({hi}) : {F}) * 16; jb += 16) {{\n",
+                         fmt::arg("lo", lo_blk), fmt::arg("hi", hi_blk), fmt::arg("F", H / 16)) +
+             block(16) + "    }\n";
+      if (H % 16)
+        r += fmt::format("    if (({}) > {}) {{\n    const int64_t jb = {};\n", hi_blk, H / 16, H / 16 * 16) + block(H % 16) +
+             "    }\n";
       return r;
     };
     auto xg = [&](int64_t gate) { return fmt::format("xr[{} + j]", gate * H); };
@@ -551,6 +556,7 @@ std::string lower_rnn(LoweringContext& ctx) {
     std::string store_h =
         fmt::format("          hn[b * {H} + j] = hv[l];\n", fmt::arg("H", H)) +
         (Y.empty() ? "" : fmt::format("          {}[{} + j] = hv[l];\n", Y, y_off));
+    std::string s;
     if (g.cell == Cell::Rnn) {
       s += "    float hv[16];\n";
       s += blocks(1, 0, "h",
@@ -579,6 +585,7 @@ std::string lower_rnn(LoweringContext& ctx) {
       s += blocks(4, 0, "h", lanes, store_h + fmt::format("          c[b * {} + j] = cv[l];\n", H), true);
     } else if (gru_lbr) {
       // Gates z (0), r (1), h (2); R h + Rb of the h gate is scaled by r.
+      const std::string rbias = phased ? fmt::format("{}[{} + j]", Wb, d * 2 * G + G + 2 * H) : "rbias[j]";
       s += "    float hv[16];\n";
       std::string lanes = fmt::format(
           "          const float z_ = {az};\n"
@@ -588,7 +595,7 @@ std::string lower_rnn(LoweringContext& ctx) {
           fmt::arg("H", H), fmt::arg("az", activate_c(act[0], clip(xg(0) + " + " + pg(0)))),
           fmt::arg("ar", activate_c(act[0], clip(xg(1) + " + " + pg(1)))),
           fmt::arg("ah", activate_c(act[1], clip(fmt::format("{} + r_ * ({}{})", xg(2), pg(2),
-                                                              Wb.empty() ? "" : " + rbias[j]")))));
+                                                              Wb.empty() ? "" : " + " + rbias)))));
       s += blocks(3, 0, "h", lanes, store_h, true);
     } else {
       // GRU: z and r first (the h gate's product reads r * h of every unit), then h.
@@ -600,23 +607,166 @@ std::string lower_rnn(LoweringContext& ctx) {
           fmt::arg("ar", activate_c(act[0], clip(xg(1) + " + " + pg(1)))));
       std::string store1 = fmt::format("          zb[b * {H} + j] = zv[l];\n          rhv[b * {H} + j] = rv[l];\n",
                                        fmt::arg("H", H));
-      s += blocks(2, 0, "h", lanes1, store1, false);
+      if (pass != 1) s += blocks(2, 0, "h", lanes1, store1, false);
       std::string lanes2 = fmt::format(
           "          const float z_ = zb[b * {H} + j];\n"
           "          const float hh = {ah};\n"
           "          hv[l] = (1.0f - z_) * hh + z_ * h[b * {H} + j];\n",
           fmt::arg("H", H), fmt::arg("ah", activate_c(act[1], clip(xg(2) + " + " + pg(0)))));
-      s += blocks(1, 2, "rhv", lanes2, store_h, true);
+      if (pass != 0) s += blocks(1, 2, "rhv", lanes2, store_h, true);
     }
-    s += "    { float* const tmp = h; h = hn; hn = tmp; }\n";
-    s += "  }\n";
+    return s;
+  };
+
+  // The packed weights of direction d: `wp` (W panels) and `rp` (R blocks).
+  auto weights = [&](int64_t d) {
+    std::string s;
+    if (g.w_panel) {
+      s += fmt::format("  const float* const wp = {} + {};\n", W, d * w_dir);
+    } else {
+      s += fmt::format("  float* const wp = {} + {};\n", ctx.scratch, sc.w_panels);
+      s += fmt::format("  f32_rnn_pack_w_panels(wp, {} + {}, {}, {}, {});\n", W, d * G * g.I, G, g.I, wp);
+    }
+    if (g.r_block) {
+      s += fmt::format("  const float* const rp = {} + {};\n", R, d * nb * H * g.gates * 16);
+    } else {
+      s += fmt::format("  float* const rp = {} + {};\n", ctx.scratch, sc.r_blocks);
+      s += fmt::format("  f32_rnn_pack_r(rp, {} + {}, {}, {});\n", R, d * G * H, H, g.gates);
+    }
+    s += "  (void)wp; (void)rp;\n";
+    return s;
+  };
+
+  std::string s;
+  s += fmt::format(
+      "  float pre[{pre}];\n"
+      "  int64_t len[{B}];\n",
+      fmt::arg("pre", 8 * 16), fmt::arg("B", g.B));
+  s += lens.empty() ? fmt::format("  for (int64_t b = 0; b < {}; ++b) len[b] = {};\n", g.B, g.S)
+                    : fmt::format("  for (int64_t b = 0; b < {B}; ++b) {{\n"
+                                  "    const int64_t l = (int64_t){lens}[b];\n"
+                                  "    len[b] = l < 0 ? 0 : (l > {S} ? {S} : l);\n"
+                                  "  }}\n",
+                                  fmt::arg("B", g.B), fmt::arg("lens", lens), fmt::arg("S", g.S));
+  // Steps past a row's sequence length leave zeros in Y.
+  const std::string zero_y = !lens.empty() && !Y.empty()
+                                 ? fmt::format("  for (int64_t i = 0; i < {}; ++i) {}[i] = 0.0f;\n", node.outputs[0]->numel(), Y)
+                                 : "";
+  // The final states of direction d for the units `units` (a loop header), h from |hp|.
+  auto final_states = [&](int64_t d, const std::string& units, const std::string& hp) {
+    std::string r;
     if (node.outputs.size() > 1)
-      s += fmt::format("  for (int64_t b = 0; b < {}; ++b)\n    for (int64_t j = 0; j < {}; ++j) {}[{} + j] = h[b * {} + j];\n",
-                       g.B, H, ctx.out[1], state_off, H);
+      r += fmt::format("  for (int64_t b = 0; b < {}; ++b)\n    for (int64_t j = {}) {}[{} + j] = {}[b * {} + j];\n", g.B,
+                       units, ctx.out[1], state_off(d), hp, H);
     if (node.outputs.size() > 2)
-      s += fmt::format("  for (int64_t b = 0; b < {}; ++b)\n    for (int64_t j = 0; j < {}; ++j) {}[{} + j] = c[b * {} + j];\n",
-                       g.B, H, ctx.out[2], state_off, H);
-    s += "  }\n";
+      r += fmt::format("  for (int64_t b = 0; b < {}; ++b)\n    for (int64_t j = {}) {}[{} + j] = c[b * {} + j];\n", g.B,
+                       units, ctx.out[2], state_off(d), H);
+    return r;
+  };
+
+  if (!phased) {
+    // One call: each direction's projections, then its steps.
+    s += fmt::format(
+        "  float* const xw = {sc} + {xw};\n"
+        "  float* const bias = {sc} + {bias};\n"
+        "  float* const rbias = {sc} + {rbias};\n"
+        "  float* h = {sc} + {h};\n"
+        "  float* hn = {sc} + {hn};\n"
+        "  float* const c = {sc} + {c};\n"
+        "  float* const zb = {sc} + {z};\n"
+        "  float* const rhv = {sc} + {rhv};\n"
+        "  int64_t steps = 0;\n"
+        "  (void)bias; (void)rbias; (void)c; (void)zb; (void)rhv;\n",
+        fmt::arg("sc", ctx.scratch), fmt::arg("xw", sc.xw), fmt::arg("bias", sc.bias), fmt::arg("rbias", sc.rbias),
+        fmt::arg("h", sc.h), fmt::arg("hn", sc.hn), fmt::arg("c", sc.c), fmt::arg("z", sc.z), fmt::arg("rhv", sc.rhv));
+    s += fmt::format("  for (int64_t b = 0; b < {}; ++b) steps = len[b] > steps ? len[b] : steps;\n", g.B);
+    s += zero_y;
+    for (int64_t d = 0; d < g.D; ++d) {
+      s += fmt::format("  {{ /* direction {} */\n", d);
+      s += weights(d);
+      if (!Wb.empty()) {
+        s += fmt::format("  for (int64_t i = 0; i < {G}; ++i) bias[i] = {b}[{o} + i] + {b}[{o} + {G} + i];\n",
+                         fmt::arg("G", G), fmt::arg("b", Wb), fmt::arg("o", d * 2 * G));
+        if (gru_lbr)
+          s += fmt::format(
+              "  for (int64_t j = 0; j < {H}; ++j) {{ bias[{H2} + j] = {b}[{o} + j]; rbias[j] = {b}[{o} + {G} + j]; }}\n",
+              fmt::arg("H", H), fmt::arg("H2", 2 * H), fmt::arg("b", Wb), fmt::arg("o", d * 2 * G + 2 * H),
+              fmt::arg("G", G));
+      }
+      s += projection(d, GemmSplit::kNone);
+      s += init_states(d);
+      s += "  for (int64_t step = 0; step < steps; ++step) {\n";
+      s += time_step(d, "0", std::to_string(nb), -1);
+      s += "    { float* const tmp = h; h = hn; hn = tmp; }\n";
+      s += "  }\n";
+      s += final_states(d, fmt::format("0; j < {}; ++j", H), "h");
+      s += "  }\n";
+    }
+    return s;
+  }
+
+  // Phases (rnn_phases): phase 0 holds every direction's projection tiles (and sets
+  // up the states); phase 1 + k holds, for step k / passes and pass k % passes, every
+  // direction's hidden blocks. A call stays within one phase.
+  const int64_t passes = rnn_passes(g);
+  GemmSplit split = choose_gemm_split(g.S * g.B, G, tile, ctx.workers);
+  const int64_t units = gemm_split_units(split, g.S * g.B, G, tile);
+  if (units == 1) split = GemmSplit::kNone;
+  ctx.phase_workgroups.assign(1, g.D * units);
+  for (int64_t k = 0; k < g.S * passes; ++k) ctx.phase_workgroups.push_back(g.D * nb);
+  ctx.wg_count = 0;
+  for (int64_t n : ctx.phase_workgroups) ctx.wg_count += n;
+  auto pointers = [&](int64_t d, const std::string& parity) {
+    return fmt::format(
+        "  float* const xw = {sc} + {xw};\n"
+        "  float* const h = {sc} + {h}{hpar};\n"
+        "  float* const hn = {sc} + {h}{hnpar};\n"
+        "  float* const c = {sc} + {c};\n"
+        "  float* const zb = {sc} + {z};\n"
+        "  float* const rhv = {sc} + {rhv};\n"
+        "  (void)xw; (void)h; (void)hn; (void)c; (void)zb; (void)rhv;\n",
+        fmt::arg("sc", ctx.scratch), fmt::arg("xw", sc.xw + d * g.S * g.B * G), fmt::arg("h", sc.h + d * 2 * BH),
+        fmt::arg("hpar", parity.empty() ? "" : fmt::format(" + ({}) * {}", parity, BH)),
+        fmt::arg("hnpar", parity.empty() ? "" : fmt::format(" + (1 - ({})) * {}", parity, BH)),
+        fmt::arg("c", sc.c + d * BH), fmt::arg("z", sc.z + d * BH), fmt::arg("rhv", sc.rhv + d * BH));
+  };
+  s += fmt::format("  if ((int64_t)wg_begin < {}) {{\n", g.D * units);
+  s += "  if (wg_begin == 0) {\n" + zero_y + "  }\n";
+  for (int64_t d = 0; d < g.D; ++d) {
+    s += fmt::format("  do {{ /* direction {}: projection tiles */\n", d);
+    s += workgroup_window(ctx.wg_count, std::to_string(d * units), units, "break;", "  ");
+    s += pointers(d, "");
+    s += weights(d);
+    s += projection(d, split);
+    s += "  if (lo == 0) {\n" + init_states(d) + "  }\n";
+    s += "  } while (0);\n";
+  }
+  s += "  return;\n  }\n";
+  s += fmt::format("  const int64_t phase = ((int64_t)wg_begin - {}) / {};\n", g.D * units, g.D * nb);
+  s += fmt::format("  const int64_t step = phase / {};\n", passes);
+  s += "  (void)step;\n";
+  auto step_phase = [&](int pass) {
+    std::string r;
+    for (int64_t d = 0; d < g.D; ++d) {
+      r += fmt::format("  do {{ /* direction {}: hidden blocks */\n", d);
+      r += workgroup_window(ctx.wg_count, fmt::format("{} + phase * {} + {}", g.D * units, g.D * nb, d * nb), nb,
+                            "break;", "  ");
+      r += pointers(d, "step & 1");
+      r += weights(d);
+      r += time_step(d, "lo", "hi", pass);
+      if (pass != 0) {
+        // After the last step: the final states of this part's units (hn holds them).
+        r += fmt::format("  if (step == {}) {{\n", g.S - 1);
+        r += final_states(d, fmt::format("lo * 16; j < (hi * 16 < {0} ? hi * 16 : {0}); ++j", H), "hn") + "  }\n";
+      }
+      r += "  } while (0);\n";
+    }
+    return r;
+  };
+  if (passes == 1) {
+    s += step_phase(-1);
+  } else {
+    s += "  if (phase % 2 == 0) {\n" + step_phase(0) + "  } else {\n" + step_phase(1) + "  }\n";
   }
   return s;
 }
@@ -636,6 +786,7 @@ void add(std::map<std::string, OpDef>& t, const std::string& type) {
   d.lower = lower_rnn;
   d.scratch_bytes = rnn_scratch_bytes;
   d.flops = rnn_flops;
+  d.phases = rnn_phases;
   t[type] = d;
 }
 

@@ -16,6 +16,14 @@ void choose_strategies(Graph& graph, const ops::TargetTraits& target) {
     // at least that many bands, so the partition can split it (per-element results do
     // not depend on the band size).
     if (node.op_type == "InvertedResidual") node.attrs["min_bands"] = static_cast<int64_t>(target.workers);
+    // A recurrence compiled for several workers runs in phases (one plan step per time
+    // step, split over hidden blocks); on one worker it stays one step, directions one
+    // after another (each direction's weights and states stay in cache through its
+    // steps). Both forms compute every element the same way.
+    if (node.op_type == "LSTM" || node.op_type == "GRU" || node.op_type == "RNN") {
+      if (target.workers > 1) node.attrs["phased"] = int64_t{1};
+      else node.attrs.erase("phased");
+    }
     if (node.op_type != "Conv") continue;
     node.attrs.erase("strategy");  // a graph compiled again, for another target
     node.attrs["strategy"] = std::string(ops::conv_strategy_name(ops::choose_conv_strategy(node, target)));

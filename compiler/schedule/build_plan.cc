@@ -137,7 +137,21 @@ Plan order_steps(const Graph& graph, bool with_scratch, bool concat_in_place) {
       fail("{}: needs {} buffers, more than the {} a step can bind", node.describe(), step.bindings.size(),
            INGOT_MAX_BINDINGS_PER_STEP);
     step.label = step_label(node);
-    plan.steps.push_back(std::move(step));
+    // A node in phases: one step per phase, all over the same bindings and scratch.
+    const std::vector<ops::PhaseWork> phases =
+        with_scratch && def->phases ? def->phases(node) : std::vector<ops::PhaseWork>{};
+    if (phases.size() < 2) {
+      plan.steps.push_back(std::move(step));
+      continue;
+    }
+    for (size_t p = 0; p < phases.size(); ++p) {
+      PlanStep phase = step;
+      phase.phase = static_cast<int>(p);
+      phase.phase_count = static_cast<int>(phases.size());
+      phase.phase_work = phases[p];
+      phase.label = fmt::format("{} (phase {} of {})", step.label, p + 1, phases.size());
+      plan.steps.push_back(std::move(phase));
+    }
   }
 
   // Storage for graph inputs; outputs go straight to the caller's buffer when the
@@ -174,8 +188,13 @@ void place_storage(Plan& plan, const Graph& graph) {
     Value* scratch = nullptr;
     for (auto& v : plan.scratch_values)
       if (v.get() == step.scratch) scratch = v.get();
-    const uint64_t slice = step.parts.size() > 1 ? align_up(step.scratch_part_bytes) : step.scratch_part_bytes;
-    scratch->shape = {static_cast<int64_t>(slice * step.parts.size())};
+    const size_t slices = step.shared_scratch() ? 1 : step.parts.size();
+    const uint64_t slice = slices > 1 ? align_up(step.scratch_part_bytes) : step.scratch_part_bytes;
+    const int64_t bytes = static_cast<int64_t>(slice * slices);
+    // The phases of one node share the value: it takes the largest any phase needs.
+    scratch->shape = {step.shared_scratch() && scratch->shape_known && !scratch->shape.empty()
+                          ? std::max(scratch->shape[0], bytes)
+                          : bytes};
   }
 
   // Liveness of arena values over step indices, through aliases, in first-use order:
@@ -235,6 +254,12 @@ void place_storage(Plan& plan, const Graph& graph) {
     }
   for (const Value* out : graph.outputs)
     if (!plan.storage.count(out)) plan.storage[out] = resolved(out);
+}
+
+std::pair<uint64_t, uint64_t> part_scratch(const PlanStep& step, size_t k, uint64_t total) {
+  if (step.shared_scratch() || step.parts.size() < 2) return {0, total};
+  const uint64_t slice = total / step.parts.size();
+  return {slice * step.parts[k].scratch_slot, slice};
 }
 
 Plan build_plan(const Graph& graph, bool with_scratch, bool concat_in_place) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/schedule/streams.h"
 #include "ingot/abi.h"
 
@@ -42,8 +43,19 @@ struct PlanStep {
   const Value* scratch = nullptr;  // DISPATCH: step-local arena scratch (last binding)
   uint64_t scratch_part_bytes = 0; // one part's scratch (the value holds one per part)
   int64_t workgroups = 1;          // DISPATCH: independent output tiles (codegen)
+  int64_t wg_first = 0;            // the first of them in the kernel's numbering
   std::vector<StepPart> parts;     // where it runs; one whole part on worker 0 by default
+  // A node computed in phases (ops::OpDef::phases) is one step per phase, in order,
+  // all binding the same values; their parts share the scratch (it carries state).
+  int phase = 0, phase_count = 1;
+  ops::PhaseWork phase_work{};
+  bool shared_scratch() const { return phase_count > 1; }
 };
+
+// Where part |k| of |step| finds its scratch within the step's scratch value of
+// |total| bytes: (offset, size). Parts of a split step own one slice each; the parts
+// of a phased step share all of it.
+std::pair<uint64_t, uint64_t> part_scratch(const PlanStep& step, size_t k, uint64_t total);
 
 struct ArenaValue {
   const Value* value;

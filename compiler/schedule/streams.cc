@@ -261,6 +261,9 @@ uint64_t step_bytes(const PlanStep& step) {
 double step_cost_us(const Plan& plan, size_t s, const CostModel& cost) {
   const PlanStep& step = plan.steps[s];
   const bool dispatch = step.kind == INGOT_STEP_DISPATCH && step.node;
+  if (dispatch && step.phase_count > 1)
+    return cost.step_us + static_cast<double>(step.phase_work.flops) / (cost.gflops * 1e3) +
+           static_cast<double>(step.phase_work.bytes) / (cost.gbytes_per_s * 1e3);
   const double flops = dispatch ? static_cast<double>(ops::node_flops(*step.node)) : 0;
   // Depthwise kernels run at a fraction of the GEMM rate: costed at the GEMM rate, a
   // 7x7 plane of 960 channels (67 us) looked too small to split.
@@ -292,8 +295,11 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
       whole = up->second.whole;
     }
   }
+  // Parts name workgroups in the kernel's numbering (a phase's start at wg_first).
   auto whole = [&](size_t s, uint32_t w, double start, double c) {
-    plan.steps[s].parts = {StepPart{w, 0, static_cast<uint32_t>(plan.steps[s].workgroups), 0, start, start + c}};
+    const PlanStep& st = plan.steps[s];
+    plan.steps[s].parts = {StepPart{w, static_cast<uint32_t>(st.wg_first),
+                                    static_cast<uint32_t>(st.wg_first + st.workgroups), 0, start, start + c}};
   };
   std::vector<double> avail(workers, 0.0);
   double sequential = 0;
@@ -312,16 +318,24 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
         r = r->producer->inputs[0];
       }
       auto it = producer.find(r);
-      if (it == producer.end() || it->second == s) continue;
+      // The phases of one node write its outputs in turn: the order between them is
+      // the phase chain below, not a read.
+      if (it == producer.end() || it->second == s || plan.steps[it->second].node == step.node) continue;
       for (const StepPart& p : plan.steps[it->second].parts)
         for (uint32_t w = 0; w < workers; ++w)
           ready[w] = std::max(ready[w], p.finish_us + (p.worker == w ? 0.0 : cost.sync_us));
     }
+    // A phase starts after the phase before it, everywhere (they share the state).
+    if (step.phase > 0)
+      for (const StepPart& p : plan.steps[s - 1].parts)
+        for (uint32_t w = 0; w < workers; ++w)
+          ready[w] = std::max(ready[w], p.finish_us + (p.worker == w ? 0.0 : cost.sync_us));
     std::vector<double> start(workers);
     for (uint32_t w = 0; w < workers; ++w) start[w] = std::max(avail[w], ready[w]);
     const int64_t K = step.workgroups;
     bool split = false;
-    if (workers > 1 && step.kind == INGOT_STEP_DISPATCH && K >= 2 && c >= cost.split_min_us) {
+    const double split_min = step.phase_count > 1 ? cost.phase_split_min_us : cost.split_min_us;
+    if (workers > 1 && step.kind == INGOT_STEP_DISPATCH && K >= 2 && c >= split_min) {
       // Water-filling: the finish time F where the workers' free time before F holds
       // the work; each worker gets workgroups in proportion to its share.
       std::vector<uint32_t> order(workers);
@@ -359,7 +373,7 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
           const int64_t end = w == by_worker.back() ? K : std::clamp<int64_t>(std::llround(acc / total * K), begin, K);
           if (end > begin) {
             const double share = static_cast<double>(end - begin) / static_cast<double>(K);
-            parts.push_back(StepPart{w, static_cast<uint32_t>(begin), static_cast<uint32_t>(end),
+            parts.push_back(StepPart{w, static_cast<uint32_t>(step.wg_first + begin), static_cast<uint32_t>(step.wg_first + end),
                                      static_cast<uint32_t>(parts.size()), start[w], start[w] + share * c});
           }
           begin = end;
@@ -420,9 +434,9 @@ void place_plan_syncs(Plan& plan) {
           write = true;
         }
         if (v == step.scratch) {
-          const uint64_t slice = size / step.parts.size();
-          st.offset += slice * step.parts[k].scratch_slot;
-          size = slice;
+          const auto [offset, bytes] = part_scratch(step, k, size);
+          st.offset += offset;
+          size = bytes;
           write = true;
         }
         const int64_t buffer = buffer_of(st);

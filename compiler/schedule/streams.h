@@ -83,6 +83,10 @@ struct CostModel {
   double step_us = 0.2;       // fixed cost of a step
   double sync_us = 2.0;       // a wait that crosses workers (cache lines moved, skew)
   double split_min_us = 40;   // a dispatch below this stays whole
+  // The same for a phase of a phased node (a time step): its workers are already
+  // running the phase before it, so the split costs a wait on a spinning partner,
+  // not a wake-up.
+  double phase_split_min_us = 5;
 };
 
 // Estimated run time of step |s| (whole), in microseconds.

@@ -18,7 +18,8 @@ mkdir -p "$WORK"
 
 models=("$@")
 if [ ${#models[@]} -eq 0 ]; then
-  models=(lenet resnet_small mobilenet_v2 resnet18 mobilenet_v3_small squeezenet1_1 densenet121 bert_encoder lstm_seq)
+  models=(lenet resnet_small mobilenet_v2 resnet18 mobilenet_v3_small squeezenet1_1 densenet121 bert_encoder lstm_seq
+          gru_bi_seq)
 fi
 "$PY" "$SRC/tests/models/export_models.py" --out "$MODELS_DIR" --only "$(IFS=,; echo "${models[*]}")" 2> "$WORK/export.log" ||
   { cat "$WORK/export.log" >&2; exit 1; }

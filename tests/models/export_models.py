@@ -178,6 +178,22 @@ class LstmSeq(nn.Module):
         return self.fc(y)
 
 
+class GruBiSeq(nn.Module):
+    """Bidirectional two-layer GRU over [seq, batch, 40] (hidden 128) and a Linear to
+    16 per step: large enough that a plan for several workers splits its time steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(40, 128, num_layers=2, bidirectional=True)
+        self.fc = nn.Linear(256, 16)
+        for p in self.gru.parameters():
+            nn.init.uniform_(p, -0.2, 0.2)
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        return self.fc(y)
+
+
 def make_mobilenet_v2():
     import torchvision
     return torchvision.models.mobilenet_v2(weights=None)
@@ -214,6 +230,7 @@ BASE_MODELS = {
     "densenet121": (make_densenet121, (1, 3, 224, 224), 107),
     "bert_encoder": (BertEncoder, (1, 128), 108, "ids"),
     "lstm_seq": (LstmSeq, (32, 1, 64), 109),
+    "gru_bi_seq": (GruBiSeq, (24, 2, 40), 110),
 }
 
 # Base models that also get a variant with dynamic axes (input axis -> name).

@@ -26,7 +26,8 @@ int64_t gates_of(const std::string& op) { return op == "LSTM" ? 4 : op == "GRU" 
 
 // One graph per case: X (and W, R when `constant_weights` is false) are inputs; the
 // other operands are constants. Every output is checked.
-void run_case(const Case& c, bool constant_weights, const std::string& target, uint32_t seed) {
+// Returns how many multi-worker plans split a phase of the node.
+int run_case(const Case& c, bool constant_weights, const std::string& target, uint32_t seed) {
   SCOPED_TRACE(fmt::format("{} {} S{} B{} I{} H{} layout {} {} on {}", c.op, c.direction, c.S, c.B, c.I, c.H, c.layout,
                            constant_weights ? "constant W/R" : "run-time W/R", target));
   const int64_t G = gates_of(c.op), D = c.direction == "bidirectional" ? 2 : 1;
@@ -80,10 +81,38 @@ void run_case(const Case& c, bool constant_weights, const std::string& target, u
     for (const Value* v : g.outputs)
       EXPECT_TRUE(testing::tensors_near(packed.at(v), env.at(v), Tolerance::magnitude(1e-6))) << "packed reference";
   }
-  std::vector<Tensor> got = testing::compile_and_run(g, inputs, nullptr, target);
-  ASSERT_EQ(got.size(), g.outputs.size());
+  testing::Compiled compiled;
+  std::vector<Tensor> got = testing::compile_and_run(g, inputs, &compiled, target);
+  EXPECT_EQ(got.size(), g.outputs.size());
+  if (got.size() != g.outputs.size()) return 0;
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_TRUE(testing::tensors_near(got[i], env.at(g.outputs[i]), Tolerance::magnitude(1e-5))) << "output " << i;
+  if (!constant_weights) return 0;
+
+  // Packed weights, several workers: the input projections, then each time step, are
+  // phases, one plan step each. Every phase split over the workers (a cost model that
+  // splits anything) gives the bits of the one-step form.
+  n->attrs["phased"] = int64_t{1};  // as choose_strategies sets it for several workers
+  schedule::CostModel split_all;
+  split_all.split_min_us = 0;
+  split_all.phase_split_min_us = 0;
+  split_all.sync_us = 0;
+  int splits = 0;
+  // Two workers on the vector targets, three (uneven shares) on the portable one.
+  for (uint32_t workers : {target == "x86_64" ? 3u : 2u}) {
+    const testing::Compiled multi = testing::compile_graph(g, target, workers, &split_all);
+    size_t phases = 0;
+    for (const schedule::PlanStep& step : multi.plan.steps) phases += step.node == n;
+    EXPECT_EQ(phases, 1 + static_cast<size_t>(c.S) * (c.op == "GRU" && !c.extra.count("linear_before_reset") ? 2 : 1));
+    for (const schedule::PlanStep& step : multi.plan.steps) splits += step.node == n && step.parts.size() > 1;
+    std::vector<Tensor> again = testing::LoadedModule(multi.module_bytes).run(inputs, [&] {
+      std::vector<std::pair<DType, Shape>> outs;
+      for (const Value* v : g.outputs) outs.emplace_back(v->dtype, v->shape);
+      return outs;
+    }());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(again[i].bytes, got[i].bytes) << "output " << i << ", " << workers << " workers";
+  }
+  return splits;
 }
 
 class RecurrentKernelTest : public ::testing::TestWithParam<std::string> {
@@ -93,8 +122,10 @@ class RecurrentKernelTest : public ::testing::TestWithParam<std::string> {
   }
   void run_all(const std::vector<Case>& cases) {
     uint32_t seed = 500;
+    int splits = 0;
     for (const Case& c : cases)
-      for (bool constant : {true, false}) run_case(c, constant, GetParam(), seed += 10);
+      for (bool constant : {true, false}) splits += run_case(c, constant, GetParam(), seed += 10);
+    EXPECT_GT(splits, 0) << "no phase was split over workers";
   }
 };
 

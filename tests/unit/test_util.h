@@ -24,6 +24,7 @@
 
 #include "compiler/codegen/c/emit_c.h"
 #include "compiler/codegen/compile_native.h"
+#include "compiler/driver/driver.h"
 #include "compiler/driver/pack_module.h"
 #include "compiler/emit/module_writer.h"
 #include "compiler/ir/error.h"
@@ -135,11 +136,22 @@ inline emit::ModuleContents pack_module(const Graph& graph, const schedule::Plan
 }
 
 // Plan → C → native code → module bytes for |target_name| ("host" by default).
-inline Compiled compile_graph(const Graph& graph, const std::string& target_name = "host") {
+// |workers| > 1: partitioned as the driver does, with |cost| (the target's by default).
+inline Compiled compile_graph(const Graph& graph, const std::string& target_name = "host", uint32_t workers = 1,
+                              const schedule::CostModel* cost = nullptr) {
   Compiled c;
-  c.plan = schedule::build_plan(graph);
   target::Target target = target::resolve(target_name);
-  c.source = codegen::generate_c(c.plan, target);
+  if (workers > 1) {
+    c.plan = schedule::order_steps(graph);
+    c.source = codegen::generate_c(c.plan, target, workers);
+    for (size_t s = 0; s < c.plan.steps.size(); ++s) c.plan.steps[s].wg_first = c.source.step_wg_first[s];
+    schedule::partition_workers(c.plan, c.source.step_workgroups, workers, cost ? *cost : driver::cost_model(target));
+    schedule::place_storage(c.plan, graph);
+    schedule::place_plan_syncs(c.plan);
+  } else {
+    c.plan = schedule::build_plan(graph);
+    c.source = codegen::generate_c(c.plan, target);
+  }
   codegen::NativeCode native = codegen::compile_native(c.source, target, codegen::NativeOptions{});
   c.module_bytes = emit::serialize_module(pack_module(graph, c.plan, c.source, std::move(native), target));
   return c;

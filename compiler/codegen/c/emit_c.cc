@@ -18,6 +18,7 @@ struct Body {
   std::string text;
   std::string name;
   int64_t workgroups = 1;
+  std::vector<int64_t> phase_workgroups;  // an op in phases: each phase's count
 };
 
 Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target, uint32_t workers,
@@ -145,7 +146,13 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
   headers.insert(ctx.headers.begin(), ctx.headers.end());
   std::string name = ctx.kernel_name.empty() ? node.op_type : ctx.kernel_name;
   for (const EpilogueOp& e : node.epilogue) name += "_" + e.op_type;
-  return {prologue + body, name, ctx.wg_count};
+  if (step.phase_count > 1) {
+    int64_t sum = 0;
+    for (int64_t n : ctx.phase_workgroups) sum += n;
+    if (static_cast<int>(ctx.phase_workgroups.size()) != step.phase_count || sum != ctx.wg_count || ctx.has_epilogue)
+      fail("internal error: {}: its lowering's phases do not match the plan's {}", node.describe(), step.phase_count);
+  }
+  return {prologue + body, name, ctx.wg_count, ctx.phase_workgroups};
 }
 
 }  // namespace
@@ -155,13 +162,17 @@ CSource generate_c(const schedule::Plan& plan, const target::Target& target, uin
   src.headers.insert("ingot_kernel_common.h");
   std::map<std::string, int> by_body;  // identical bodies share one kernel
   std::string functions;
+  Body body;
+  const Node* body_node = nullptr;  // the phases of one node share its body
   for (const schedule::PlanStep& step : plan.steps) {
     if (step.kind != INGOT_STEP_DISPATCH) {
       src.step_kernel.push_back(-1);
       src.step_workgroups.push_back(1);
+      src.step_wg_first.push_back(0);
       continue;
     }
-    Body body = emit_dispatch(step, target, workers, src.headers);
+    if (step.phase == 0 || body_node != step.node) body = emit_dispatch(step, target, workers, src.headers);
+    body_node = step.node;
     auto [it, fresh] = by_body.try_emplace(body.text, static_cast<int>(src.kernel_symbols.size()));
     if (fresh) {
       std::string symbol = fmt::format("ingot_kernel_{}", src.kernel_symbols.size());
@@ -174,7 +185,15 @@ CSource generate_c(const schedule::Plan& plan, const target::Target& target, uin
           c_comment_text(body.name), c_comment_text(step.label), symbol, body.text);
     }
     src.step_kernel.push_back(it->second);
-    src.step_workgroups.push_back(body.workgroups);
+    if (step.phase_count > 1) {
+      int64_t first = 0;
+      for (int p = 0; p < step.phase; ++p) first += body.phase_workgroups[p];
+      src.step_workgroups.push_back(body.phase_workgroups[step.phase]);
+      src.step_wg_first.push_back(first);
+    } else {
+      src.step_workgroups.push_back(body.workgroups);
+      src.step_wg_first.push_back(0);
+    }
   }
   std::string includes;
   for (const std::string& h : src.headers) includes += fmt::format("#include \"{}\"\n", h);

@@ -21,6 +21,9 @@ struct CSource {
   // wg_count); the kernel computes any sub-range [wg_begin, wg_end) of [0, K). 1 for
   // COPY steps and dispatches that do not split.
   std::vector<int64_t> step_workgroups;
+  // Per plan step: its first workgroup in the kernel's numbering (a phase of a phased
+  // node starts where the one before it ends; 0 otherwise).
+  std::vector<int64_t> step_wg_first;
 };
 
 CSource generate_c(const schedule::Plan& plan, const target::Target& target, uint32_t workers = 1);
