@@ -117,14 +117,21 @@ void pack_conv_transpose(Graph& graph, Node& node) {
 //    would get otherwise, junk columns included: the shifted GEMM (stride 1) computes
 //    output rows of the padded width (a 5x5 kernel at dilation 2 on a 7x7 image: rows
 //    11 wide, 7 real, so 49 pixels in two 48-wide tiles). The im2col matrix, which
-//    every column tile reads again, fits in half the L2; or, on AVX-512 against the
-//    shifted GEMM or im2col panels, the transposed tiles are fuller by half again,
-//    which pays for reading it from the L3. Measured with 0.9-2.5 MB matrices and 1 MB
-//    of L2 on 7x7 outputs: 256 channels 5x5 ~1040 -> ~950 us, 5x5 dilation 2 ~1150 ->
-//    ~920 us, 7x7 ~2180 -> ~1750 us; ResNet-50's 3x3 stride 2 512 channels ~1430 ->
-//    ~1100 us. Against phase planes (read from the L2) it gained nothing: 5x5 and 7x7
-//    stride 2 on 14x14 moved -6% to +6%.
-bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTraits& target) {
+//    every column tile reads again, fits in half the L2; or the transposed tiles are
+//    fuller by half again on AVX-512 (on AVX2, whose tiles take twice as long per byte
+//    they read, by 15% plus the matrix's build cost), which pays for reading it from
+//    the L3. Measured on AVX-512
+//    with 0.9-2.5 MB matrices and 1 MB of L2 on 7x7 outputs: 256 channels 5x5 ~1040 ->
+//    ~950 us, 5x5 dilation 2 ~1150 -> ~920 us, 7x7 ~2180 -> ~1750 us; ResNet-50's 3x3
+//    stride 2 512 channels ~1430 -> ~1100 us. Against phase planes (read from the L2)
+//    it gained nothing there: 5x5 and 7x7 stride 2 on 14x14 moved -6% to +6% (63
+//    columns of phase rows for 49 pixels: fuller by a quarter, under both margins).
+//    Measured on Zen 3 (AVX2, 512 KiB L2), 7x7 and 4x4 outputs of 256 channels:
+//    5x5 s2 d2 (phase rows 8 wide for 4 pixels) 1300 -> 630 us, 7x7 s2 2620 -> 1240,
+//    5x5 d2 2890 -> 1950, 5x5 s2 790 -> 625, 7x7 4610 -> 3840, 5x5 2100 -> 1960,
+//    3x3 d2 770 -> 700; 128 channels 5x5 s2 d2 on 14x14 720 -> 565; left alone: 128
+//    channels 5x5 d2 on 14x14 (+2%), 64 channels 5x5 s2 d2 on 28x28 (+16%).
+bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTraits& target, double beyond_l2_margin) {
   const int64_t l2_bytes = target.l2_bytes;
   if (node.op_type != "Conv" || node.attrs.count("b_panel_width") || node.attrs.count("winograd") ||
       !node.inputs[1]->is_constant() || node.inputs[1]->dtype != DType::F32)
@@ -142,12 +149,24 @@ bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTra
   auto fill = [](int64_t n, int64_t block) { return static_cast<double>(n) / static_cast<double>((n + block - 1) / block * block); };
   const int64_t ocg = w[0] / groups;
   const ops::ConvStrategy otherwise = ops::choose_conv_strategy(node, target);
-  const int64_t columns = otherwise == ops::ConvStrategy::kShiftedGemm ? g.OH * ops::shared_pad_width(g) : pixels;
+  // The columns the other strategy computes: output rows as wide as the padded plane
+  // (shifted) or the phase plane (phase planes), real pixels (im2col).
+  const int64_t columns = otherwise == ops::ConvStrategy::kShiftedGemm ? g.OH * ops::shared_pad_width(g)
+                          : otherwise == ops::ConvStrategy::kPhaseGemm
+                              ? g.OH * ops::phase_plan(ops::conv_geometry(node)).Wq
+                              : pixels;
   const double usual = static_cast<double>(pixels) / static_cast<double>((columns + width - 1) / width * width);
   const double transposed = fill(pixels, 8) * fill(ocg, width);
   const int64_t im2col_bytes = 4 * w[1] * w[2] * w[3] * pixels;
-  const bool beyond_l2_pays = (target.features & INGOT_FEATURE_AVX512F) && otherwise != ops::ConvStrategy::kPhaseGemm &&
-                              transposed > 1.5 * usual;
+  // Past half the L2, every column tile reads the matrix again from the L3: that pays
+  // when the transposed tiles are fuller by a margin that grows with the tile's FMA
+  // rate (AVX-512 tiles do twice the work per byte read of AVX2 ones).
+  // On AVX2 the margin also covers building the matrix (once per layer, shared by the
+  // group's outputs, so it weighs as 1 / OCG): 5x5 s2 d2 over 64 channels on 28x28
+  // (fuller by 18%) ran 16% slower transposed.
+  if (beyond_l2_margin <= 0)
+    beyond_l2_margin = (target.features & INGOT_FEATURE_AVX512F) ? 1.5 : 1.15 + 24.0 / static_cast<double>(ocg);
+  const bool beyond_l2_pays = transposed > beyond_l2_margin * usual;
   return ocg >= 16 && transposed > 1.15 * usual && (im2col_bytes <= l2_bytes / 2 || beyond_l2_pays);
 }
 

@@ -36,7 +36,10 @@ void pack_weights(Graph& graph, int64_t panel_width, const ops::TargetTraits& ta
 void pack_weights(Graph& graph, int64_t panel_width = 0, int64_t l2_bytes = 1 << 20);
 // Whether pack_weights gives the Conv |node| transposed W^T panels of |width| on
 // |target| (few output pixels; see pack_weights.cc).
-bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTraits& target);
+// |beyond_l2_margin|: how much fuller the transposed tiles must be when the im2col
+// matrix is past half the L2 (0: the target's default).
+bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTraits& target,
+                           double beyond_l2_margin = 0);
 // 3x3 stride-1 convolutions with constant weights → Winograd F(2x2, 3x3) weights
 // (attribute `winograd`), for the transform-and-GEMM kernel.
 // F(4x4) or F(2x2) per layer, from its image size and the target's L2.

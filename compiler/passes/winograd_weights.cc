@@ -50,11 +50,14 @@ void winograd_weights(Graph& graph, const ops::TargetTraits& target) {
     // streamed from memory on every call, serves only a few tiles, and the
     // alpha^2 / 9 times larger weights cost more than the multiply-adds save. Such a
     // layer runs as a transposed GEMM on the plain weights when it can. Measured on
-    // ResNet's 3x3 512-channel layers on 7x7 inside the model: 2.25 -> 1.82 ms.
+    // ResNet's 3x3 512-channel layers on 7x7 inside the model: 2.25 -> 1.82 ms. Past
+    // half the L2, only when the transposed tiles are fuller by half again (the margin
+    // measured on AVX-512): on AVX2 the same 512-channel layer (im2col 900 KB, 512 KiB
+    // of L2) ran 1680 us as Winograd and 2710 us transposed.
     const int64_t width = ops::gemm_tile_for(target.features, target.arch).nr;
     const int64_t tiles = ((y[2] + m - 1) / m) * ((y[3] + m - 1) / m);
     if (tiles < width && alpha * alpha * ws[0] * ws[1] * 4 > target.l2_bytes &&
-        wants_transposed_gemm(node, width, target))
+        wants_transposed_gemm(node, width, target, /*beyond_l2_margin=*/1.5))
       continue;
     auto G = [&](int i, int c) { return m == 4 ? G4[i][c] : G2[i][c]; };
     const Tensor& w = *node.inputs[1]->constant;
