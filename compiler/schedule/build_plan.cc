@@ -190,11 +190,8 @@ void place_storage(Plan& plan, const Graph& graph) {
       if (v.get() == step.scratch) scratch = v.get();
     const size_t slices = step.shared_scratch() ? 1 : step.parts.size();
     const uint64_t slice = slices > 1 ? align_up(step.scratch_part_bytes) : step.scratch_part_bytes;
-    const int64_t bytes = static_cast<int64_t>(slice * slices);
-    // The phases of one node share the value: it takes the largest any phase needs.
-    scratch->shape = {step.shared_scratch() && scratch->shape_known && !scratch->shape.empty()
-                          ? std::max(scratch->shape[0], bytes)
-                          : bytes};
+    // The phases of one node share the value (one slice, the same size for each).
+    scratch->shape = {static_cast<int64_t>(slice * slices)};
   }
 
   // Liveness of arena values over step indices, through aliases, in first-use order:
