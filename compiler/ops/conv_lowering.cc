@@ -383,6 +383,13 @@ std::string emit_taps_gemm(LoweringContext& ctx, const ConvGeometry& c, const Ta
   ctx.epilogue_applied = true;
   ctx.headers.insert("f32_gemm_tile.h");
   const int64_t T = static_cast<int64_t>(planes.taps.size()), K = c.ICG * T;
+  // The AVX2 tile reads an edge tile's columns as whole vectors of 8: the last
+  // channel's reads, up to Np rounded to 8 at its farthest tap, must stay in the tail.
+  const int64_t farthest = (c.ICG - 1) * planes.channel_floats + *std::max_element(planes.taps.begin(), planes.taps.end()) +
+                           (planes.Np + 7) / 8 * 8;
+  if (farthest > planes.padded_floats)
+    fail("{}: {} tile reads {} floats past its {}-float planes", node.describe(), strategy, farthest - planes.padded_floats,
+         planes.padded_floats);
   GemmTile tile{target_tile.conv_taps, target_tile.mr, target_tile.nr};
   GemmLoops loops;
   loops.M = c.OCG;
