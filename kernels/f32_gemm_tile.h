@@ -492,6 +492,123 @@ INGOT_INLINE void f32_store_padded_runs_avx2(float* INGOT_RESTRICT y, ingot_inde
     j0 += run;
   }
 }
+
+/* The transposed convolution tile over padded planes, with no im2col matrix: C^T
+ * [mr pixels x 24 channels] (+)= A * B, where row r is output pixel m0 + r (numbered
+ * over the real OH x OW plane) and A(r, k = ic * taps + t) = xp[ic * plane + corner(r) +
+ * tap[t]]: the pixel's window corner (oh * SH, ow * SW) in channel ic's padded plane of
+ * width Wp, shifted by the tap. B is a W^T panel [K][24], zero past the layer's
+ * channels, so every column vector is read and stored whole (C is the transposed
+ * strategy's buffer of row stride 24); rows past mr are neither read nor stored.
+ * resume: the sums start from C's values (K in blocks of whole channels).
+ * pf, pf_lines: lines to prefetch into L2, one per k step from the first (the next W^T
+ * block, as f32_gemm_tile_4x24_avx2_blk). */
+INGOT_INLINE void f32_conv_taps_t_tile_4x24_avx2_inline(float* INGOT_RESTRICT c, const float* INGOT_RESTRICT xp,
+                                                        ingot_index_t plane, ingot_index_t m0, ingot_index_t OW,
+                                                        ingot_index_t SH, ingot_index_t SW, ingot_index_t Wp,
+                                                        const int32_t* INGOT_RESTRICT tap, ingot_index_t taps,
+                                                        ingot_index_t IC, const float* INGOT_RESTRICT b, ingot_index_t mr,
+                                                        ingot_index_t nr, int resume, const char* pf,
+                                                        ingot_index_t pf_lines) {
+  const float* px[4];
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    const ingot_index_t p = m0 + (r < mr ? r : 0), oh = p / OW;
+    px[r] = xp + oh * SH * Wp + (p - oh * OW) * SW;
+  }
+  __m256 acc[4][3];
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    acc[r][0] = acc[r][1] = acc[r][2] = _mm256_setzero_ps();
+    if (resume && r < mr) {
+      acc[r][0] = _mm256_loadu_ps(c + r * 24);
+      if (nr > 8) acc[r][1] = _mm256_loadu_ps(c + r * 24 + 8);
+      if (nr > 16) acc[r][2] = _mm256_loadu_ps(c + r * 24 + 16);
+    }
+  }
+  for (ingot_index_t ic = 0; ic < IC; ++ic) {
+    for (ingot_index_t t = 0; t < taps; ++t, b += 24) {
+      const ingot_index_t off = tap[t];
+      if (pf_lines > 0) {
+        _mm_prefetch(pf, _MM_HINT_T2);
+        pf += 64;
+        --pf_lines;
+      }
+      const __m256 b0 = _mm256_loadu_ps(b);
+      const __m256 b1 = nr > 8 ? _mm256_loadu_ps(b + 8) : _mm256_setzero_ps();
+      const __m256 b2 = nr > 16 ? _mm256_loadu_ps(b + 16) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        if (r < mr) {
+          const __m256 av = _mm256_broadcast_ss(px[r] + off);
+          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+          if (nr > 8) acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+          if (nr > 16) acc[r][2] = _mm256_fmadd_ps(av, b2, acc[r][2]);
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) px[r] += plane;
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    if (r < mr) {
+      _mm256_storeu_ps(c + r * 24, acc[r][0]);
+      if (nr > 8) _mm256_storeu_ps(c + r * 24 + 8, acc[r][1]);
+      if (nr > 16) _mm256_storeu_ps(c + r * 24 + 16, acc[r][2]);
+    }
+  }
+}
+
+/* One function per row count and vector count, so no tile shares its registers with
+ * the caller's loops (see f32_conv_taps_tile_4x24_avx2). */
+#define INGOT_CONV_TAPS_T_AVX2(MR, NR)                                                                                      \
+  __attribute__((noinline, unused)) static void f32_conv_taps_t_tile_4x24_avx2_##MR##x##NR(                                \
+      float* INGOT_RESTRICT c, const float* INGOT_RESTRICT xp, ingot_index_t plane, ingot_index_t m0, ingot_index_t OW,     \
+      ingot_index_t SH, ingot_index_t SW, ingot_index_t Wp, const int32_t* INGOT_RESTRICT tap, ingot_index_t taps,          \
+      ingot_index_t IC, const float* INGOT_RESTRICT b, int resume, const char* pf, ingot_index_t pf_lines) {                \
+    f32_conv_taps_t_tile_4x24_avx2_inline(c, xp, plane, m0, OW, SH, SW, Wp, tap, taps, IC, b, MR, NR, resume, pf, pf_lines); \
+  }
+INGOT_CONV_TAPS_T_AVX2(1, 8)
+INGOT_CONV_TAPS_T_AVX2(1, 16)
+INGOT_CONV_TAPS_T_AVX2(1, 24)
+INGOT_CONV_TAPS_T_AVX2(2, 8)
+INGOT_CONV_TAPS_T_AVX2(2, 16)
+INGOT_CONV_TAPS_T_AVX2(2, 24)
+INGOT_CONV_TAPS_T_AVX2(3, 8)
+INGOT_CONV_TAPS_T_AVX2(3, 16)
+INGOT_CONV_TAPS_T_AVX2(3, 24)
+INGOT_CONV_TAPS_T_AVX2(4, 8)
+INGOT_CONV_TAPS_T_AVX2(4, 16)
+INGOT_CONV_TAPS_T_AVX2(4, 24)
+#undef INGOT_CONV_TAPS_T_AVX2
+
+INGOT_INLINE void f32_conv_taps_t_tile_4x24_avx2(float* INGOT_RESTRICT c, const float* INGOT_RESTRICT xp, ingot_index_t plane,
+                                                 ingot_index_t m0, ingot_index_t OW, ingot_index_t SH, ingot_index_t SW,
+                                                 ingot_index_t Wp, const int32_t* INGOT_RESTRICT tap, ingot_index_t taps,
+                                                 ingot_index_t IC, const float* INGOT_RESTRICT b, ingot_index_t mr,
+                                                 ingot_index_t nr, int resume, const char* pf, ingot_index_t pf_lines) {
+  /* mr and nr are literals at every call site: this folds to one call. */
+  const ingot_index_t vectors = (nr + 7) / 8;
+#define INGOT_CONV_TAPS_T_AVX2_CALL(MR, NR)                                                     \
+  if (mr == MR && vectors * 8 == NR) {                                                         \
+    f32_conv_taps_t_tile_4x24_avx2_##MR##x##NR(c, xp, plane, m0, OW, SH, SW, Wp, tap, taps, IC, b, resume, pf, pf_lines); \
+    return;                                                                                    \
+  }
+  INGOT_CONV_TAPS_T_AVX2_CALL(1, 8)
+  INGOT_CONV_TAPS_T_AVX2_CALL(1, 16)
+  INGOT_CONV_TAPS_T_AVX2_CALL(1, 24)
+  INGOT_CONV_TAPS_T_AVX2_CALL(2, 8)
+  INGOT_CONV_TAPS_T_AVX2_CALL(2, 16)
+  INGOT_CONV_TAPS_T_AVX2_CALL(2, 24)
+  INGOT_CONV_TAPS_T_AVX2_CALL(3, 8)
+  INGOT_CONV_TAPS_T_AVX2_CALL(3, 16)
+  INGOT_CONV_TAPS_T_AVX2_CALL(3, 24)
+  INGOT_CONV_TAPS_T_AVX2_CALL(4, 8)
+  INGOT_CONV_TAPS_T_AVX2_CALL(4, 16)
+#undef INGOT_CONV_TAPS_T_AVX2_CALL
+  f32_conv_taps_t_tile_4x24_avx2_4x24(c, xp, plane, m0, OW, SH, SW, Wp, tap, taps, IC, b, resume, pf, pf_lines);
+}
 #endif
 
 /* Copies C planes of H x W into zero-filled phase planes of Hq x Wq (see

@@ -20,7 +20,7 @@ bool per_output_taps(const LoweringContext& ctx) {
 
 }  // namespace
 
-std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c) {
+std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c, bool taps) {
   const Node& node = ctx.node;
   const Window& g = c.win;
   const int64_t HW = g.OH * g.OW;
@@ -33,15 +33,21 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   // [K = ICG*KH*KW, HW] built in scratch first. Pixels are the tile's rows (read from X
   // with a k stride of HW), output channels its columns (W_g^T panels); each finished
   // tile is written back transposed with bias and epilogue.
+  // taps: X is never built. The tile reads each pixel's window from the group's padded
+  // planes in place (f32_conv_taps_t_tile_4x24_avx2), so there is no im2col matrix to
+  // write and read back, and no junk columns as in the shifted and phase strategies.
   GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
+  if (taps && tile.conv_taps_transposed.empty())
+    fail("{}: strategy transposed_taps needs a transposed taps tile, which the target lacks", node.describe());
   if (tile.nr != width) fail("{}: weights packed {} wide, but this target's tile is {} wide", node.describe(), width, tile.nr);
   if (ctx.scratch.empty()) fail("{}: the transposed GEMM kernel needs scratch", node.describe());
   ctx.headers.insert("f32_gemm_tile.h");
   const bool pointwise = is_pointwise_geometry(g);
   const int64_t K = c.ICG * g.KH * g.KW;
   const int64_t group_panels = (c.OCG + width - 1) / width;
-  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_transposed_{}_{}", g.KH, g.KW, g.SW,
-                                c.G > 1 ? fmt::format("_g{}", c.G) : "", tile.kernel.substr(tile.kernel.rfind('_') + 1),
+  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_transposed{}_{}_{}", g.KH, g.KW, g.SW,
+                                c.G > 1 ? fmt::format("_g{}", c.G) : "", taps ? "_taps" : "",
+                                tile.kernel.substr(tile.kernel.rfind('_') + 1),
                                 shape_str(node.outputs[0]->shape));
   GemmLoops loops;
   loops.M = HW;
@@ -51,6 +57,15 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   // the K loop can run in blocks over all of a column tile's row panels (the W^T block
   // then stays in L1 for all of them) before the tiles are written back.
   loops.k_block = gemm_k_block(K, tile, ctx.l1d_bytes, HW);
+  // The taps tile's K blocks are whole channels, their W^T block about 1.5x the L1
+  // (measured on Zen 3 over 3x3 to 7x7 kernels, 64-256 channels: 1x to 2x the L1 within
+  // 3%, whole layers up to 15% slower).
+  const int64_t T = g.KH * g.KW, Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+  if (taps) {
+    const int64_t fit = std::max<int64_t>(1, ctx.l1d_bytes > 0 ? ctx.l1d_bytes * 3 / 2 / (T * width * 4) : c.ICG);
+    const int64_t blocks = (c.ICG + fit - 1) / fit;
+    loops.k_block = (c.ICG + blocks - 1) / blocks * T;
+  }
   const bool resumable = loops.k_block < K;
   // The W^T panels are one contiguous stream, read once per image: every K block is
   // followed in memory by the next one (the next column tile's first block after the
@@ -65,6 +80,12 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
                                                                       int64_t nr, const std::string& k0, int64_t kc,
                                                                       const std::string& resume, bool) {
     const std::string b = fmt::format("wg + ({}) / {} * {} + ({}) * {}", n0, width, K * width, k0, width);
+    if (taps)
+      return fmt::format(
+          "      {}(ct + ({}) * {}, xp + ({}) / {} * {}, {}, {}, {}, {}, {}, {}, taps, {}, {}, {}, {}, {}, {}, {}, {});\n",
+          tile.conv_taps_transposed, m0, width, k0, T, Hp * Wp, Hp * Wp, m0, g.OW, g.SH, g.SW, Wp, T, kc / T, b, mr, nr,
+          resume, fmt::format("(const char*)({} + {}) + ({}) / {} * {}", b, kc * width, m0, tile.mr, lines_per_panel * 64),
+          lines_per_panel);
     const std::string args = fmt::format(
         "ct + ({m0}) * {nrw}, {nrw}, xn + ({m0}) + ({k0}) * {HW}, 1, {HW}, {b}, {nrw}, {kc}, {mr}, {nr}",
         fmt::arg("nrw", width), fmt::arg("m0", m0), fmt::arg("k0", k0), fmt::arg("HW", HW), fmt::arg("b", b),
@@ -111,8 +132,18 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   };
   // Not pointwise: xn is the group's im2col matrix, built by every part that computes
   // some of its tiles (a part has its own scratch).
+  std::string taps_table;
+  for (int64_t kh = 0; kh < g.KH; ++kh)
+    for (int64_t kw = 0; kw < g.KW; ++kw)
+      taps_table += fmt::format("{}{}", taps_table.empty() ? "" : ", ", kh * g.DH * Wp + kw * g.DW);
   const std::string operand =
-      pointwise ? fmt::format("    const float* xn = {} + n * {} + grp * {};\n", ctx.in[0], g.C * g.H * g.W, c.ICG * g.H * g.W)
+      taps ? fmt::format("    float* xp = {s} + {ct};\n"
+                         "    f32_pad_planes(xp, {x} + n * {CHW} + grp * {ICGHW}, {C}, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, 0);\n",
+                         fmt::arg("s", ctx.scratch), fmt::arg("ct", transposed_tile_floats(g, width)), fmt::arg("x", ctx.in[0]),
+                         fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("ICGHW", c.ICG * g.H * g.W), fmt::arg("C", c.ICG),
+                         fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("PH", g.PH),
+                         fmt::arg("PW", g.PW))
+      : pointwise ? fmt::format("    const float* xn = {} + n * {} + grp * {};\n", ctx.in[0], g.C * g.H * g.W, c.ICG * g.H * g.W)
                 : fmt::format("    float* xn = {s} + {ct};\n"
                               "    f32_im2col_panel(xn, {HW}, {x} + n * {CHW} + grp * {ICGHW}, {C}, {H}, {W}, {OW}, {KH}, {KW}, "
                               "{SH}, {SW}, {PH}, {PW}, {DH}, {DW}, 0, {HW});\n",
@@ -123,6 +154,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
                               fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("SW", g.SW), fmt::arg("PH", g.PH),
                               fmt::arg("PW", g.PW), fmt::arg("DH", g.DH), fmt::arg("DW", g.DW));
   return fmt::format(
+      "{taps}"
       "  float* ct = {scratch};\n"
       "  for (int64_t n = 0; n < {N}; ++n)\n"
       "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
@@ -134,6 +166,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
       "    (void)oc0;\n"
       "{loops}"
       "  }}\n",
+      fmt::arg("taps", taps ? fmt::format("  static const int32_t taps[{}] = {{{}}};\n", T, taps_table) : ""),
       fmt::arg("operand", operand), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("HW", HW),
       fmt::arg("w", ctx.in[1]), fmt::arg("wgroup", group_panels * K * width),
       fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),

@@ -37,6 +37,11 @@ int64_t lanes_ring_rows(const Window& g) { return (g.KH - 1) * g.DH + 1; }
 
 int64_t transposed_tile_floats(const Window& g, int64_t width) { return (g.OH * g.OW + 7) / 8 * 8 * width; }
 
+int64_t transposed_taps_plane_floats(const ConvGeometry& c) {
+  const Window& g = c.win;
+  return (c.ICG * (g.H + g.PH + g.PH_END) * (g.W + g.PW + g.PW_END) + 15) / 16 * 16;
+}
+
 ConvGeometry conv_geometry(const Node& node) {
   const Shape& x = node.inputs[0]->shape;
   const Shape& w = node.inputs[1]->shape;
@@ -271,6 +276,7 @@ const char* conv_strategy_name(ConvStrategy s) {
   switch (s) {
     case ConvStrategy::kWinograd: return "winograd";
     case ConvStrategy::kTransposedGemm: return "transposed_gemm";
+    case ConvStrategy::kTransposedTaps: return "transposed_taps";
     case ConvStrategy::kGemm: return "gemm";
     case ConvStrategy::kShiftedGemm: return "shifted_gemm";
     case ConvStrategy::kPhaseGemm: return "phase_gemm";
@@ -287,9 +293,12 @@ const char* conv_strategy_name(ConvStrategy s) {
 ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) {
   // Weight layouts chosen by earlier passes fix the strategy.
   if (winograd_m(node)) return ConvStrategy::kWinograd;
-  if (transposed_panel_width(node)) return ConvStrategy::kTransposedGemm;
   const ConvGeometry c = conv_geometry(node);
   const Window& g = c.win;
+  if (transposed_panel_width(node))
+    return !is_pointwise_geometry(g) && !gemm_tile_for(target.features, target.arch).conv_taps_transposed.empty()
+               ? ConvStrategy::kTransposedTaps
+               : ConvStrategy::kTransposedGemm;
   if (c.ICG == 1 && c.OCG == 1) {
     // The lanes kernels keep a table of the window's rows on the stack
     // (INGOT_DWCONV_LANES_MAX_KH in f32_dwconv2d.h); deeper windows take the plane kernels.
@@ -370,6 +379,9 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy) {
       // C^T of one column tile, and the image's im2col matrix [K, OH * OW] unless pointwise.
       return transposed_tile_floats(g, transposed_panel_width(node)) +
              (is_pointwise_geometry(g) ? 0 : c.ICG * g.KH * g.KW * g.OH * g.OW);
+    case ConvStrategy::kTransposedTaps:
+      // C^T of one column tile, and one group's padded planes.
+      return transposed_tile_floats(g, transposed_panel_width(node)) + transposed_taps_plane_floats(c);
     case ConvStrategy::kGemm:
       return 0;
     case ConvStrategy::kShiftedGemm:
@@ -409,7 +421,8 @@ std::string lower_conv(LoweringContext& ctx) {
   const ConvGeometry c = conv_geometry(ctx.node);
   switch (conv_strategy(ctx.node)) {
     case ConvStrategy::kWinograd: return lower_conv_winograd(ctx, c);
-    case ConvStrategy::kTransposedGemm: return lower_conv_transposed_gemm(ctx, c);
+    case ConvStrategy::kTransposedGemm: return lower_conv_transposed_gemm(ctx, c, /*taps=*/false);
+    case ConvStrategy::kTransposedTaps: return lower_conv_transposed_gemm(ctx, c, /*taps=*/true);
     case ConvStrategy::kGemm: return lower_conv_gemm(ctx, c, /*im2col=*/false);
     case ConvStrategy::kShiftedGemm: return lower_conv_shifted_gemm(ctx, c);
     case ConvStrategy::kPhaseGemm: return lower_conv_phase_gemm(ctx, c);

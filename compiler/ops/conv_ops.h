@@ -26,6 +26,9 @@ int64_t lanes_ring_rows(const Window& g);
 // Floats of the transposed GEMM's C^T buffer: every row panel of one column tile,
 // [OH * OW rounded up to 8, width].
 int64_t transposed_tile_floats(const Window& g, int64_t width);
+// The padded planes of one group that the transposed taps tile reads (every pixel's
+// window lies inside them: no tail).
+int64_t transposed_taps_plane_floats(const ConvGeometry& c);
 
 // Winograd output tile size m (2 or 4), 0 when the weights are plain.
 int64_t winograd_m(const Node& node);
@@ -53,9 +56,10 @@ WinogradPlan winograd_plan(const Node& node, const ConvGeometry& c);
 enum class ConvStrategy {
   kWinograd,             // 3x3 stride 1, weights transformed at compile time
   kTransposedGemm,       // few output pixels: pixels as tile rows (im2col unless 1x1), W^T panels
+  kTransposedTaps,       // the same, AVX2, any kernel but 1x1: tile rows read taps of padded planes in place
   kGemm,                 // 1x1 stride 1 unpadded: the input is B, per group
-  kShiftedGemm,          // stride 1, AVX-512: taps as shifts of padded planes, per group
-  kPhaseGemm,            // stride S > 1, AVX-512: taps as shifts of S x S phase planes, per group
+  kShiftedGemm,          // stride 1, x86: taps as shifts of padded planes, per group
+  kPhaseGemm,            // stride S > 1, x86: taps as shifts of S x S phase planes, per group
   kIm2colGemm,           // everything else with a GEMM form: im2col panels, per group
   kDepthwiseLanes,       // depthwise, output rows shorter than a vector: 16 channels in the lanes
   kDepthwiseLanesRows,   // depthwise, AVX-512, wider rows: 16 channels in the lanes, a ring of input rows
@@ -93,7 +97,7 @@ constexpr int64_t kMaxTileFloats = 8 * kMaxTileColumns;
 
 // One lowering per strategy; each sets ctx.kernel_name and applies the epilogue.
 std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c);
-std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c);
+std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c, bool taps);
 std::string lower_dwconv_lanes(LoweringContext& ctx, const ConvGeometry& c, bool by_rows);
 std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im2col);
 std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c);

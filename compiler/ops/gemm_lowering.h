@@ -28,6 +28,10 @@ struct GemmTile {
   // and such convolutions take im2col panels.
   std::string conv_taps{};
   std::string padded_store{};
+  // The transposed convolution tile over padded planes (pixels as rows, W^T panels as
+  // columns, taps read in place; f32_conv_taps_t_tile_4x24_avx2); empty: the target's
+  // transposed convolutions build an im2col matrix instead.
+  std::string conv_taps_transposed{};
 };
 
 // The ISA a tile is written for, the last word of its kernel's name ("avx512", "avx2",

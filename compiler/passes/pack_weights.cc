@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "compiler/ops/conv_ops.h"
+#include "compiler/ops/gemm_lowering.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/passes/passes.h"
 
@@ -164,6 +165,36 @@ bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTra
   // On AVX2 the margin also covers building the matrix (once per layer, shared by the
   // group's outputs, so it weighs as 1 / OCG): 5x5 s2 d2 over 64 channels on 28x28
   // (fuller by 18%) ran 16% slower transposed.
+  const ops::GemmTile tile = ops::gemm_tile_for(target.features, target.arch);
+  if (!tile.conv_taps_transposed.empty()) {
+    // The transposed taps tile (AVX2) reads each pixel's window from padded planes in
+    // place: no matrix to build, and every tile row is a real pixel. Its cost per k step
+    // is 2 cycles per 8-channel vector of the column tile, but at least 4: the four
+    // pixels' broadcasts (so 32 channels, a 24-wide and an 8-wide tile, take 10 cycles
+    // for 8 of work). It pays where its tiles are at least as full as the other
+    // strategy's in that sense (junk columns, and that strategy's row panels of 4
+    // channels), the K loop is long enough to carry the transposed store (stems with 3
+    // input channels ran 10-20% slower), and the C^T buffer of the image stays in half
+    // the L2. Measured on Zen 3 against the shifted, phase and im2col strategies, 3x3 to
+    // 7x7, stride 1 and 2, dilation 2, groups 1-25, 7x7 to 56x56 outputs: where it is
+    // chosen 0.70-0.97 of their time (5x5 d2 128 channels on 14x14 2190 -> 1760 us,
+    // 3x3 s2 64 channels on 28x28 200 -> 166, RegNet's 16-channel groups on 7x7 0.71);
+    // where it is not, 1.04-1.26 (32 output channels on 28x28 and 56x56).
+    // Winograd keeps 3x3 stride 1 layers unless the margin it passes is met.
+    constexpr int64_t kLanes = 8;
+    double cycles = 0;
+    for (int64_t n0 = 0; n0 < ocg; n0 += width)
+      cycles += std::max<double>(4.0, 2.0 * static_cast<double>((std::min(width, ocg - n0) + kLanes - 1) / kLanes));
+    const double taps_fill = fill(pixels, tile.mr) * 2.0 * static_cast<double>((ocg + kLanes - 1) / kLanes) / cycles;
+    // im2col gathers a panel per column tile besides: about a tenth of its time
+    // (ResNet's 3x3 stride-2 layers on 28x28 and 14x14 outputs ran 0.96 and 0.88 of it
+    // transposed, at 0.94 and 1.0 of its fill).
+    const double other_fill = usual * fill(ocg, tile.mr) * (otherwise == ops::ConvStrategy::kIm2colGemm ? 0.9 : 1.0);
+    const int64_t k = w[1] * w[2] * w[3];
+    const int64_t ct_bytes = 4 * ops::transposed_tile_floats(g, width);
+    const double margin = beyond_l2_margin > 0 ? beyond_l2_margin : 1.0;
+    return ocg >= 16 && k >= 64 && (l2_bytes <= 0 || ct_bytes <= l2_bytes / 2) && taps_fill >= margin * other_fill;
+  }
   if (beyond_l2_margin <= 0)
     beyond_l2_margin = (target.features & INGOT_FEATURE_AVX512F) ? 1.5 : 1.15 + 24.0 / static_cast<double>(ocg);
   const bool beyond_l2_pays = transposed > beyond_l2_margin * usual;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The AVX2 register tiles keep their accumulators in registers.
 
-The AVX2 GEMM and taps tiles hold 12 ymm accumulators, 3 B vectors and a broadcast: all 16
+The AVX2 GEMM and taps tiles (and the transposed taps tile) hold 12 ymm accumulators, 3 B vectors and a broadcast: all 16
 ymm registers. Inlined into a kernel that also inlines other vector code, GCC once kept
 that code's values live across the tile's K loop and spilled accumulators to the stack (a
 store and a reload per k, on the FMA chain: ~30% of peak instead of ~46% on im2col
@@ -44,12 +44,14 @@ def conv_model(path, cin, cout, hw, k, stride, group, act):
 
 # name: (cin, cout, hw, kernel, stride, groups, activation, the full tile it must use)
 LAYERS = {
-    "im2col_3x3_s2": (128, 128, 56, 3, 2, 1, "Relu", "f32_gemm_tile_4x24_avx2_full"),
+    "im2col_3x3_s2": (64, 32, 112, 3, 2, 1, "Relu", "f32_gemm_tile_4x24_avx2_full"),
+    "transposed_taps_3x3_s2": (128, 128, 56, 3, 2, 1, "Relu", "f32_conv_taps_t_tile_4x24_avx2_4x24"),
     "im2col_7x7_s2": (3, 96, 224, 7, 2, 1, "Relu", "f32_gemm_tile_4x24_avx2_full"),  # too many outputs for phase planes
     "stem_7x7_s2": (3, 64, 224, 7, 2, 1, "Relu", "f32_conv_taps_tile_4x24_avx2_full"),  # phase planes
     "pointwise": (256, 128, 28, 1, 1, 1, "Sigmoid", "f32_gemm_tile_4x24_avx2_full"),
     "winograd_3x3": (64, 64, 56, 3, 1, 1, "Relu", "f32_gemm_tile_4x24_avx2_full"),
-    "grouped_3x3_s1": (64, 64, 28, 3, 1, 4, "Relu", "f32_conv_taps_tile_4x24_avx2_full"),
+    "grouped_3x3_s1": (64, 64, 28, 3, 1, 2, "Relu", "f32_conv_taps_tile_4x24_avx2_full"),
+    "grouped_transposed_taps": (64, 64, 28, 3, 1, 4, "Relu", "f32_conv_taps_t_tile_4x24_avx2_4x16"),
 }
 
 
