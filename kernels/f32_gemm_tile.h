@@ -493,6 +493,37 @@ INGOT_INLINE void f32_store_padded_runs_avx2(float* INGOT_RESTRICT y, ingot_inde
   }
 }
 
+/* Writes a finished C^T tile ct[mr pixels x nr channels] (row stride ldt) back to the
+ * output planes: channel j's mr pixels, consecutive there, to y + j * ldy. Full 4-row
+ * tiles move 8 channels at a time through a 4x8 register transpose (8 stores of 4
+ * pixels); the rest a float at a time. */
+INGOT_INLINE void f32_store_transposed_avx2(float* INGOT_RESTRICT y, ingot_index_t ldy, const float* INGOT_RESTRICT ct,
+                                            ingot_index_t ldt, ingot_index_t mr, ingot_index_t nr) {
+  ingot_index_t j = 0;
+  if (mr == 4) {
+    for (; j + 8 <= nr; j += 8) {
+      const __m256 r0 = _mm256_loadu_ps(ct + j), r1 = _mm256_loadu_ps(ct + ldt + j);
+      const __m256 r2 = _mm256_loadu_ps(ct + 2 * ldt + j), r3 = _mm256_loadu_ps(ct + 3 * ldt + j);
+      const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+      const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+      /* u_c holds channel j + c in its low half, channel j + 4 + c in its high half. */
+      const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+      const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+      float* d = y + j * ldy;
+      _mm_storeu_ps(d, _mm256_castps256_ps128(u0));
+      _mm_storeu_ps(d + ldy, _mm256_castps256_ps128(u1));
+      _mm_storeu_ps(d + 2 * ldy, _mm256_castps256_ps128(u2));
+      _mm_storeu_ps(d + 3 * ldy, _mm256_castps256_ps128(u3));
+      _mm_storeu_ps(d + 4 * ldy, _mm256_extractf128_ps(u0, 1));
+      _mm_storeu_ps(d + 5 * ldy, _mm256_extractf128_ps(u1, 1));
+      _mm_storeu_ps(d + 6 * ldy, _mm256_extractf128_ps(u2, 1));
+      _mm_storeu_ps(d + 7 * ldy, _mm256_extractf128_ps(u3, 1));
+    }
+  }
+  for (; j < nr; ++j)
+    for (ingot_index_t r = 0; r < mr; ++r) y[j * ldy + r] = ct[r * ldt + j];
+}
+
 /* The transposed convolution tile over padded planes, with no im2col matrix: C^T
  * [mr pixels x 24 channels] (+)= A * B, where row r is output pixel m0 + r (numbered
  * over the real OH x OW plane) and A(r, k = ic * taps + t) = xp[ic * plane + corner(r) +

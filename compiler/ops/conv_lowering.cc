@@ -117,6 +117,9 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
       bias_term.clear();
       ep.clear();
     }
+    if (bias_term.empty() && ep.empty() && !tile.transposed_store.empty())
+      return in_place + fmt::format("      {}(yn + ({}) * {} + ({}), {}, ct + ({}) * {}, {}, {}, {});\n", tile.transposed_store, n0,
+                                    HW, m0, HW, m0, width, width, mr, nr);
     return in_place + fmt::format(
         "      for (int64_t j = 0; j < {nr}; ++j) {{\n"
         "        const int64_t oc = {n0} + j;\n"

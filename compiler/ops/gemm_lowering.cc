@@ -16,7 +16,7 @@ GemmTile gemm_tile_for(uint32_t features, uint32_t arch) {
             "f32_store_padded_runs_avx512"};
   if ((features & INGOT_FEATURE_AVX2) && (features & INGOT_FEATURE_FMA))
     return {"f32_gemm_tile_4x24_avx2", 4, 24, true, "f32_tile_bias_act_avx2", "f32_conv_taps_tile_4x24_avx2",
-            "f32_store_padded_runs_avx2", "f32_conv_taps_t_tile_4x24_avx2"};
+            "f32_store_padded_runs_avx2", "f32_conv_taps_t_tile_4x24_avx2", "f32_store_transposed_avx2"};
   return {"f32_gemm_tile_4x16_portable", 4, 16};
 }
 

@@ -32,6 +32,9 @@ struct GemmTile {
   // columns, taps read in place; f32_conv_taps_t_tile_4x24_avx2); empty: the target's
   // transposed convolutions build an im2col matrix instead.
   std::string conv_taps_transposed{};
+  // The copy of a finished C^T tile (pixels as rows) back into channel planes
+  // (f32_store_transposed_avx2); empty: a float at a time in generated loops.
+  std::string transposed_store{};
 };
 
 // The ISA a tile is written for, the last word of its kernel's name ("avx512", "avx2",

@@ -486,7 +486,7 @@ TEST_P(GemmKernelTest, TransposedConvAnyKernel) {
   const std::string taps_tile = ops::gemm_tile_for(t.features, t.arch).conv_taps_transposed;
   if (!taps_tile.empty()) {
     EXPECT_NE(compiled.source.code.find(taps_tile + "("), std::string::npos);
-    EXPECT_EQ(compiled.source.code.find("_transposed_" + tile_isa(tile)), std::string::npos);
+    EXPECT_EQ(compiled.source.code.find("_transposed_" + tile_isa(tile) + "_"), std::string::npos);
   }
   int transposed = 0;
   for (const auto& n : k.graph().nodes()) transposed += n->op_type == "Conv" && n->attr_int("b_panel_width", 0) == tile.nr;
