@@ -642,43 +642,79 @@ INGOT_INLINE void f32_conv_taps_t_tile_4x24_avx2(float* INGOT_RESTRICT c, const 
 }
 #endif
 
-/* Copies C planes of H x W into zero-filled phase planes of Hq x Wq (see
- * f32_conv_taps_tile_8x48_avx512): padded pixel (h + PH, w + PW) belongs to phase
- * ((h + PH) % S) * S + (w + PW) % S at ((h + PH) / S, (w + PW) / S). Each channel keeps
- * |used| of the S x S phases, phase i in its place slot[i] (-1: no tap reads it, not
- * copied). |tail| extra zero floats follow the last plane (tile reads may run past it). */
+/* dst[k] = src[k * S] for k < n. |avail| floats may be read from src (the rest of its
+ * row): the AVX2 stride-2 loop reads 16 at a time and keeps the even ones. */
+INGOT_INLINE void f32_copy_strided(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t n,
+                                   ingot_index_t S, ingot_index_t avail) {
+  ingot_index_t k = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  if (S == 2)
+    for (; k + 8 <= n && 2 * k + 16 <= avail; k += 8) {
+      const __m256 lo = _mm256_loadu_ps(src + 2 * k), hi = _mm256_loadu_ps(src + 2 * k + 8);
+      /* even lanes of each 128-bit half, then the four 64-bit pairs put in order */
+      const __m256 even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+      _mm256_storeu_ps(dst + k, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0))));
+    }
+#else
+  (void)avail;
+#endif
+  for (; k < n; ++k) dst[k] = src[k * S];
+}
+
+/* Copies C planes of H x W into phase planes of Hq x Wq, zero where no input pixel
+ * lands (see f32_conv_taps_tile_8x48_avx512): padded pixel (h + PH, w + PW) belongs to
+ * phase ((h + PH) % S) * S + (w + PW) % S at ((h + PH) / S, (w + PW) / S). Each channel
+ * keeps |used| of the S x S phases, phase i in its place slot[i] (-1: no tap reads it,
+ * not built). |tail| extra zero floats follow the last plane (tile reads may run past
+ * it). Every float is written once, row by row: the planes of a large early layer do
+ * not fit the L2, and zero-filling them first doubled the writes. */
 INGOT_INLINE void f32_pad_phase_planes(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t C,
                                        ingot_index_t H, ingot_index_t W, ingot_index_t S, ingot_index_t Hq, ingot_index_t Wq,
                                        ingot_index_t PH, ingot_index_t PW, const int32_t* INGOT_RESTRICT slot,
                                        ingot_index_t used, ingot_index_t tail) {
   const ingot_index_t phase = Hq * Wq;
-  for (ingot_index_t i = 0; i < C * used * phase + tail; ++i) dst[i] = 0.0f;
   for (ingot_index_t c = 0; c < C; ++c)
-    for (ingot_index_t h = 0; h < H; ++h) {
-      const ingot_index_t ph = (h + PH) % S, row = (h + PH) / S;
-      const float* INGOT_RESTRICT s = src + (c * H + h) * W;
+    for (ingot_index_t ph = 0; ph < S; ++ph)
       for (ingot_index_t q = 0; q < S; ++q) {
         const int32_t place = slot[ph * S + q];
         if (place < 0) continue;
-        /* Source columns w with (w + PW) % S == q, i.e. w = w0, w0 + S, ... */
-        const ingot_index_t w0 = ((q - PW) % S + S) % S;
-        float* INGOT_RESTRICT d = dst + (c * used + place) * phase + row * Wq + (w0 + PW) / S;
-        for (ingot_index_t k = 0; w0 + k * S < W; ++k) d[k] = s[w0 + k * S];
+        /* This phase holds source columns w0, w0 + S, ... from its column col0 on. */
+        const ingot_index_t w0 = ((q - PW) % S + S) % S, col0 = (w0 + PW) / S;
+        const ingot_index_t n = w0 < W ? (W - w0 + S - 1) / S : 0;
+        float* INGOT_RESTRICT plane = dst + (c * used + place) * phase;
+        for (ingot_index_t r = 0; r < Hq; ++r) {
+          float* INGOT_RESTRICT d = plane + r * Wq;
+          const ingot_index_t h = r * S + ph - PH;
+          if (h < 0 || h >= H || n == 0) {
+            for (ingot_index_t j = 0; j < Wq; ++j) d[j] = 0.0f;
+            continue;
+          }
+          for (ingot_index_t j = 0; j < col0; ++j) d[j] = 0.0f;
+          f32_copy_strided(d + col0, src + (c * H + h) * W + w0, n, S, W - w0);
+          for (ingot_index_t j = col0 + n; j < Wq; ++j) d[j] = 0.0f;
+        }
       }
-    }
+  for (ingot_index_t i = 0; i < tail; ++i) dst[C * used * phase + i] = 0.0f;
 }
 
-/* Copies C planes of H x W into zero-filled planes of Hp x Wp at (PH, PW); |tail|
- * extra zero floats follow the last plane (shifted tile reads may run past it). */
+/* Copies C planes of H x W into planes of Hp x Wp at (PH, PW), zero around them;
+ * |tail| extra zero floats follow the last plane (shifted tile reads may run past it).
+ * Every float is written once (as f32_pad_phase_planes). */
 INGOT_INLINE void f32_pad_planes(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t C, ingot_index_t H,
                                  ingot_index_t W, ingot_index_t Hp, ingot_index_t Wp, ingot_index_t PH, ingot_index_t PW, ingot_index_t tail) {
-  for (ingot_index_t i = 0; i < C * Hp * Wp + tail; ++i) dst[i] = 0.0f;
-  for (ingot_index_t c = 0; c < C; ++c)
+  for (ingot_index_t c = 0; c < C; ++c) {
+    float* INGOT_RESTRICT plane = dst + c * Hp * Wp;
+    for (ingot_index_t i = 0; i < PH * Wp; ++i) plane[i] = 0.0f;
     for (ingot_index_t h = 0; h < H; ++h) {
-      float* INGOT_RESTRICT d = dst + (c * Hp + h + PH) * Wp + PW;
+      float* INGOT_RESTRICT d = plane + (h + PH) * Wp;
       const float* INGOT_RESTRICT s = src + (c * H + h) * W;
-      for (ingot_index_t w = 0; w < W; ++w) d[w] = s[w];
+      for (ingot_index_t w = 0; w < PW; ++w) d[w] = 0.0f;
+      for (ingot_index_t w = 0; w < W; ++w) d[PW + w] = s[w];
+      for (ingot_index_t w = PW + W; w < Wp; ++w) d[w] = 0.0f;
     }
+    for (ingot_index_t i = (H + PH) * Wp; i < Hp * Wp; ++i) plane[i] = 0.0f;
+  }
+  for (ingot_index_t i = 0; i < tail; ++i) dst[C * Hp * Wp + i] = 0.0f;
 }
 
 /* Copies columns [n0, n0 + nr) of row-major B[K, *] (row stride ldb) into a

@@ -274,6 +274,10 @@ TEST_P(HostAndPortableKernelTest, StridedConvPhasePlanes) {
   add_conv(k, {1, 16, 10, 12}, {24, 16, 1, 1}, {{"strides", I{2, 2}}});  // downsampling shortcut
   add_conv(k, {1, 12, 15, 15}, {12, 3, 3, 3}, {{"group", int64_t{4}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}});
   add_conv(k, {1, 10, 9, 9}, {20, 10, 2, 2}, {{"strides", I{2, 2}}});  // ConvNeXt-style patchify
+  // Rows wide enough for the vector stride-2 copy into phase planes, odd and even
+  // widths, so both phases end on a partial vector and a scalar remainder.
+  add_conv(k, {1, 3, 9, 57}, {8, 3, 3, 3}, {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {1, 2, 7, 48}, {8, 2, 3, 3}, {{"strides", I{2, 2}}, {"pads", I{1, 0, 1, 2}}});
   // Dilations that are multiples of the stride read only some phases, and only those
   // are built: one of 4 (2, 2), one of 9 with odd padding (3, 3), two of 4 (2 by 1).
   add_conv(k, {1, 5, 17, 16}, {11, 5, 5, 5}, {{"strides", I{2, 2}}, {"dilations", I{2, 2}}, {"pads", I{4, 4, 4, 4}}});
