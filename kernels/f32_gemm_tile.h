@@ -420,6 +420,12 @@ __attribute__((noinline, unused)) static void f32_conv_taps_tile_4x24_avx2_full(
   f32_conv_taps_tile_4x24_avx2_inline(c, ldc, a, lda, xp, plane, tap, taps, IC, 4, 24);
 }
 
+/* The edge shapes of the AVX2 4x24 tiles, rows by columns rounded to whole vectors
+ * (all but the full tile): each tile below expands its functions and its dispatch
+ * from this one list. */
+#define INGOT_AVX2_EDGE_TILES(X) \
+  X(1, 8) X(1, 16) X(1, 24) X(2, 8) X(2, 16) X(2, 24) X(3, 8) X(3, 16) X(3, 24) X(4, 8) X(4, 16)
+
 /* Edge tiles as functions of their own as well, one per row count and vector count:
  * inlined, an edge tile's partial-vector mask was a 17th ymm register and an
  * accumulator went to the stack every k (a 3x3 stride-2 layer spent 12% of its time
@@ -433,17 +439,7 @@ __attribute__((noinline, unused)) static void f32_conv_taps_tile_4x24_avx2_full(
       ingot_index_t IC) {                                                                                                 \
     f32_conv_taps_tile_4x24_avx2_inline(c, ldc, a, lda, xp, plane, tap, taps, IC, MR, NR);                               \
   }
-INGOT_CONV_TAPS_AVX2_EDGE(1, 8)
-INGOT_CONV_TAPS_AVX2_EDGE(1, 16)
-INGOT_CONV_TAPS_AVX2_EDGE(1, 24)
-INGOT_CONV_TAPS_AVX2_EDGE(2, 8)
-INGOT_CONV_TAPS_AVX2_EDGE(2, 16)
-INGOT_CONV_TAPS_AVX2_EDGE(2, 24)
-INGOT_CONV_TAPS_AVX2_EDGE(3, 8)
-INGOT_CONV_TAPS_AVX2_EDGE(3, 16)
-INGOT_CONV_TAPS_AVX2_EDGE(3, 24)
-INGOT_CONV_TAPS_AVX2_EDGE(4, 8)
-INGOT_CONV_TAPS_AVX2_EDGE(4, 16)
+INGOT_AVX2_EDGE_TILES(INGOT_CONV_TAPS_AVX2_EDGE)
 #undef INGOT_CONV_TAPS_AVX2_EDGE
 
 /* C must have row stride 24 and room for 24 columns (see the edge tiles above). */
@@ -458,17 +454,7 @@ INGOT_INLINE void f32_conv_taps_tile_4x24_avx2(float* INGOT_RESTRICT c, ingot_in
     f32_conv_taps_tile_4x24_avx2_##MR##x##NR(c, ldc, a, lda, xp, plane, tap, taps, IC);                   \
     return;                                                                                               \
   }
-  INGOT_CONV_TAPS_AVX2_CALL(1, 8)
-  INGOT_CONV_TAPS_AVX2_CALL(1, 16)
-  INGOT_CONV_TAPS_AVX2_CALL(1, 24)
-  INGOT_CONV_TAPS_AVX2_CALL(2, 8)
-  INGOT_CONV_TAPS_AVX2_CALL(2, 16)
-  INGOT_CONV_TAPS_AVX2_CALL(2, 24)
-  INGOT_CONV_TAPS_AVX2_CALL(3, 8)
-  INGOT_CONV_TAPS_AVX2_CALL(3, 16)
-  INGOT_CONV_TAPS_AVX2_CALL(3, 24)
-  INGOT_CONV_TAPS_AVX2_CALL(4, 8)
-  INGOT_CONV_TAPS_AVX2_CALL(4, 16)
+  INGOT_AVX2_EDGE_TILES(INGOT_CONV_TAPS_AVX2_CALL)
 #undef INGOT_CONV_TAPS_AVX2_CALL
   f32_conv_taps_tile_4x24_avx2_full(c, ldc, a, lda, xp, plane, tap, taps, IC);
 }
@@ -600,17 +586,7 @@ INGOT_INLINE void f32_conv_taps_t_tile_4x24_avx2_inline(float* INGOT_RESTRICT c,
       ingot_index_t IC, const float* INGOT_RESTRICT b, int resume, const char* pf, ingot_index_t pf_lines) {                \
     f32_conv_taps_t_tile_4x24_avx2_inline(c, xp, plane, m0, OW, SH, SW, Wp, tap, taps, IC, b, MR, NR, resume, pf, pf_lines); \
   }
-INGOT_CONV_TAPS_T_AVX2(1, 8)
-INGOT_CONV_TAPS_T_AVX2(1, 16)
-INGOT_CONV_TAPS_T_AVX2(1, 24)
-INGOT_CONV_TAPS_T_AVX2(2, 8)
-INGOT_CONV_TAPS_T_AVX2(2, 16)
-INGOT_CONV_TAPS_T_AVX2(2, 24)
-INGOT_CONV_TAPS_T_AVX2(3, 8)
-INGOT_CONV_TAPS_T_AVX2(3, 16)
-INGOT_CONV_TAPS_T_AVX2(3, 24)
-INGOT_CONV_TAPS_T_AVX2(4, 8)
-INGOT_CONV_TAPS_T_AVX2(4, 16)
+INGOT_AVX2_EDGE_TILES(INGOT_CONV_TAPS_T_AVX2)
 INGOT_CONV_TAPS_T_AVX2(4, 24)
 #undef INGOT_CONV_TAPS_T_AVX2
 
@@ -626,20 +602,11 @@ INGOT_INLINE void f32_conv_taps_t_tile_4x24_avx2(float* INGOT_RESTRICT c, const 
     f32_conv_taps_t_tile_4x24_avx2_##MR##x##NR(c, xp, plane, m0, OW, SH, SW, Wp, tap, taps, IC, b, resume, pf, pf_lines); \
     return;                                                                                    \
   }
-  INGOT_CONV_TAPS_T_AVX2_CALL(1, 8)
-  INGOT_CONV_TAPS_T_AVX2_CALL(1, 16)
-  INGOT_CONV_TAPS_T_AVX2_CALL(1, 24)
-  INGOT_CONV_TAPS_T_AVX2_CALL(2, 8)
-  INGOT_CONV_TAPS_T_AVX2_CALL(2, 16)
-  INGOT_CONV_TAPS_T_AVX2_CALL(2, 24)
-  INGOT_CONV_TAPS_T_AVX2_CALL(3, 8)
-  INGOT_CONV_TAPS_T_AVX2_CALL(3, 16)
-  INGOT_CONV_TAPS_T_AVX2_CALL(3, 24)
-  INGOT_CONV_TAPS_T_AVX2_CALL(4, 8)
-  INGOT_CONV_TAPS_T_AVX2_CALL(4, 16)
+  INGOT_AVX2_EDGE_TILES(INGOT_CONV_TAPS_T_AVX2_CALL)
 #undef INGOT_CONV_TAPS_T_AVX2_CALL
   f32_conv_taps_t_tile_4x24_avx2_4x24(c, xp, plane, m0, OW, SH, SW, Wp, tap, taps, IC, b, resume, pf, pf_lines);
 }
+#undef INGOT_AVX2_EDGE_TILES
 #endif
 
 /* dst[k] = src[k * S] for k < n. |avail| floats may be read from src (the rest of its

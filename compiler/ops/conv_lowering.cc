@@ -60,7 +60,8 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   // The taps tile's K blocks are whole channels, their W^T block about 1.5x the L1
   // (measured on Zen 3 over 3x3 to 7x7 kernels, 64-256 channels: 1x to 2x the L1 within
   // 3%, whole layers up to 15% slower).
-  const int64_t T = g.KH * g.KW, Hp = g.H + g.PH + g.PH_END, Wp = g.W + g.PW + g.PW_END;
+  const TapsPlane plane = transposed_taps_plane(g);
+  const int64_t T = g.KH * g.KW, Hp = plane.rows, Wp = plane.width;
   if (taps) {
     const int64_t fit = std::max<int64_t>(1, ctx.l1d_bytes > 0 ? ctx.l1d_bytes * 3 / 2 / (T * width * 4) : c.ICG);
     const int64_t blocks = (c.ICG + fit - 1) / fit;

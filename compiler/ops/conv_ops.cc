@@ -37,9 +37,11 @@ int64_t lanes_ring_rows(const Window& g) { return (g.KH - 1) * g.DH + 1; }
 
 int64_t transposed_tile_floats(const Window& g, int64_t width) { return (g.OH * g.OW + 7) / 8 * 8 * width; }
 
+TapsPlane transposed_taps_plane(const Window& g) { return {g.H + g.PH + g.PH_END, g.W + g.PW + g.PW_END}; }
+
 int64_t transposed_taps_plane_floats(const ConvGeometry& c) {
-  const Window& g = c.win;
-  return (c.ICG * (g.H + g.PH + g.PH_END) * (g.W + g.PW + g.PW_END) + 15) / 16 * 16;
+  const TapsPlane p = transposed_taps_plane(c.win);
+  return (c.ICG * p.rows * p.width + 15) / 16 * 16;
 }
 
 ConvGeometry conv_geometry(const Node& node) {

@@ -26,8 +26,13 @@ int64_t lanes_ring_rows(const Window& g);
 // Floats of the transposed GEMM's C^T buffer: every row panel of one column tile,
 // [OH * OW rounded up to 8, width].
 int64_t transposed_tile_floats(const Window& g, int64_t width);
-// The padded planes of one group that the transposed taps tile reads (every pixel's
-// window lies inside them: no tail).
+// The padded planes that the transposed taps tile reads, each side with its own
+// padding (every pixel's window lies inside them: no tail): rows and width of one
+// plane, and the floats of one group's planes.
+struct TapsPlane {
+  int64_t rows, width;
+};
+TapsPlane transposed_taps_plane(const Window& g);
 int64_t transposed_taps_plane_floats(const ConvGeometry& c);
 
 // Winograd output tile size m (2 or 4), 0 when the weights are plain.
