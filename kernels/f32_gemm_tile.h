@@ -154,6 +154,13 @@ INGOT_INLINE __m256i f32_gemm_avx2_mask(ingot_index_t valid) {
  * held across the K loop is a 17th ymm register, which spills an accumulator every k,
  * and AMD cores run vmaskmovps stores microcoded (~12 cycles each): with both, the tile
  * ran at 35-55% of peak on Zen 3, without them at 85-95%. */
+/* Holds a k step's three B vectors in registers. Tuned for some cores (-march=znver3,
+ * as a C artifact built with -march=native gets), GCC folded each B load into all four
+ * rows' FMAs instead: 12 vector loads and 4 broadcasts a k step for 12 FMAs, more than
+ * two load ports issue in the FMAs' 6 cycles. MobileNet-V2's C artifact built that way
+ * ran 13-16 ms on Zen 3, 10 ms with this; -march=x86-64-v3 (the modules) folded none. */
+#define INGOT_AVX2_IN_REGISTERS(b0, b1, b2) __asm__("" : "+x"(b0), "+x"(b1), "+x"(b2))
+
 INGOT_INLINE __m256 f32_gemm_avx2_load(const float* p, ingot_index_t nr, int v) {
   if (nr >= 8 * (v + 1)) return _mm256_loadu_ps(p + 8 * v);
   if (nr > 8 * v) return _mm256_maskload_ps(p + 8 * v, f32_gemm_avx2_mask(nr - 8 * v));
@@ -183,7 +190,8 @@ INGOT_INLINE void f32_gemm_tile_4x24_avx2_blk_inline(float* INGOT_RESTRICT c, in
   for (ingot_index_t k = 0; k < K; ++k) {
     const float* bk = b + k * ldb;
     if (k < pf_lines) _mm_prefetch(pf + k * 64, _MM_HINT_T2);
-    const __m256 b0 = f32_gemm_avx2_load(bk, nr, 0), b1 = f32_gemm_avx2_load(bk, nr, 1), b2 = f32_gemm_avx2_load(bk, nr, 2);
+    __m256 b0 = f32_gemm_avx2_load(bk, nr, 0), b1 = f32_gemm_avx2_load(bk, nr, 1), b2 = f32_gemm_avx2_load(bk, nr, 2);
+    INGOT_AVX2_IN_REGISTERS(b0, b1, b2);
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
       if (r < mr) {
@@ -389,7 +397,8 @@ INGOT_INLINE void f32_conv_taps_tile_4x24_avx2_inline(float* INGOT_RESTRICT c, i
     const float* chan = xp + ic * plane;
     for (ingot_index_t t = 0; t < taps; ++t, ++k) {
       const float* bk = chan + tap[t];
-      const __m256 b0 = f32_gemm_avx2_load(bk, nr, 0), b1 = f32_gemm_avx2_load(bk, nr, 1), b2 = f32_gemm_avx2_load(bk, nr, 2);
+      __m256 b0 = f32_gemm_avx2_load(bk, nr, 0), b1 = f32_gemm_avx2_load(bk, nr, 1), b2 = f32_gemm_avx2_load(bk, nr, 2);
+      INGOT_AVX2_IN_REGISTERS(b0, b1, b2);
 #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) {
         if (r < mr) {
@@ -551,9 +560,10 @@ INGOT_INLINE void f32_conv_taps_t_tile_4x24_avx2_inline(float* INGOT_RESTRICT c,
         pf += 64;
         --pf_lines;
       }
-      const __m256 b0 = _mm256_loadu_ps(b);
-      const __m256 b1 = nr > 8 ? _mm256_loadu_ps(b + 8) : _mm256_setzero_ps();
-      const __m256 b2 = nr > 16 ? _mm256_loadu_ps(b + 16) : _mm256_setzero_ps();
+      __m256 b0 = _mm256_loadu_ps(b);
+      __m256 b1 = nr > 8 ? _mm256_loadu_ps(b + 8) : _mm256_setzero_ps();
+      __m256 b2 = nr > 16 ? _mm256_loadu_ps(b + 16) : _mm256_setzero_ps();
+      INGOT_AVX2_IN_REGISTERS(b0, b1, b2);
 #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) {
         if (r < mr) {
