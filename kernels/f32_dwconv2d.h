@@ -240,16 +240,14 @@ INGOT_INLINE void f32_split_plane_by_column_parity(float* INGOT_RESTRICT xe, flo
     float* INGOT_RESTRICT ra = first + (h + PH) * Wq + first_off;
     float* INGOT_RESTRICT rb = second + (h + PH) * Wq + second_off;
     ingot_index_t k = 0;
-#if defined(__AVX2__)
-    /* One pass over 16 source floats: both parities from two loads, two in-lane
-     * shuffles and two cross-lane permutes (GCC's two stride-2 loops read the row twice
-     * and shuffled each half again: ~0.5 cycle per float on Zen 3, this ~0.2). */
+#if defined(__AVX2__) && defined(__FMA__)
+    /* One pass over 16 source floats: both parities from two loads (GCC's two stride-2
+     * loops read the row twice and shuffled each half again: ~0.5 cycle per float on
+     * Zen 3, this ~0.2). */
     for (; 2 * k + 16 <= W; k += 8) {
       const __m256 lo = _mm256_loadu_ps(s + 2 * k), hi = _mm256_loadu_ps(s + 2 * k + 8);
-      const __m256 even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)); /* s0 s2 s8 s10 | s4 s6 s12 s14 */
-      const __m256 odd = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
-      _mm256_storeu_ps(ra + k, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0))));
-      _mm256_storeu_ps(rb + k, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odd), _MM_SHUFFLE(3, 1, 2, 0))));
+      _mm256_storeu_ps(ra + k, ingot_deinterleave2_avx2(lo, hi, 0));
+      _mm256_storeu_ps(rb + k, ingot_deinterleave2_avx2(lo, hi, 1));
     }
 #endif
     for (ingot_index_t j = k; j < (W + 1) / 2; ++j) ra[j] = s[2 * j];

@@ -147,13 +147,6 @@ INGOT_INLINE __m256i f32_gemm_avx2_mask(ingot_index_t valid) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* The AVX-512 tile's contract on 8-lane vectors: C[mr x nr] (+)= A * B, then bias,
- * residual and activation in registers before the store, K in resumable blocks and
- * optional L2 prefetches (see f32_gemm_tile_8x48_avx512_blk).
- * Full vectors use plain loads and stores; only a partial edge vector is masked. A mask
- * held across the K loop is a 17th ymm register, which spills an accumulator every k,
- * and AMD cores run vmaskmovps stores microcoded (~12 cycles each): with both, the tile
- * ran at 35-55% of peak on Zen 3, without them at 85-95%. */
 /* Holds a k step's three B vectors in registers. Tuned for some cores (-march=znver3,
  * as a C artifact built with -march=native gets), GCC folded each B load into all four
  * rows' FMAs instead: 12 vector loads and 4 broadcasts a k step for 12 FMAs, more than
@@ -161,6 +154,13 @@ INGOT_INLINE __m256i f32_gemm_avx2_mask(ingot_index_t valid) {
  * ran 13-16 ms on Zen 3, 10 ms with this; -march=x86-64-v3 (the modules) folded none. */
 #define INGOT_AVX2_IN_REGISTERS(b0, b1, b2) __asm__("" : "+x"(b0), "+x"(b1), "+x"(b2))
 
+/* The AVX-512 tile's contract on 8-lane vectors: C[mr x nr] (+)= A * B, then bias,
+ * residual and activation in registers before the store, K in resumable blocks and
+ * optional L2 prefetches (see f32_gemm_tile_8x48_avx512_blk).
+ * Full vectors use plain loads and stores; only a partial edge vector is masked. A mask
+ * held across the K loop is a 17th ymm register, which spills an accumulator every k,
+ * and AMD cores run vmaskmovps stores microcoded (~12 cycles each): with both, the tile
+ * ran at 35-55% of peak on Zen 3, without them at 85-95%. */
 INGOT_INLINE __m256 f32_gemm_avx2_load(const float* p, ingot_index_t nr, int v) {
   if (nr >= 8 * (v + 1)) return _mm256_loadu_ps(p + 8 * v);
   if (nr > 8 * v) return _mm256_maskload_ps(p + 8 * v, f32_gemm_avx2_mask(nr - 8 * v));
@@ -626,12 +626,8 @@ INGOT_INLINE void f32_copy_strided(float* INGOT_RESTRICT dst, const float* INGOT
   ingot_index_t k = 0;
 #if defined(__AVX2__) && defined(__FMA__)
   if (S == 2)
-    for (; k + 8 <= n && 2 * k + 16 <= avail; k += 8) {
-      const __m256 lo = _mm256_loadu_ps(src + 2 * k), hi = _mm256_loadu_ps(src + 2 * k + 8);
-      /* even lanes of each 128-bit half, then the four 64-bit pairs put in order */
-      const __m256 even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
-      _mm256_storeu_ps(dst + k, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0))));
-    }
+    for (; k + 8 <= n && 2 * k + 16 <= avail; k += 8)
+      _mm256_storeu_ps(dst + k, ingot_deinterleave2_avx2(_mm256_loadu_ps(src + 2 * k), _mm256_loadu_ps(src + 2 * k + 8), 0));
 #else
   (void)avail;
 #endif

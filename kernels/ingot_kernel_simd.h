@@ -1,5 +1,5 @@
 /* Vector helpers shared by the SIMD microkernels: exp on 8 and 16 lanes, the tile
- * activations and a 16x16 transpose. Apart from ingot_kernel_common.h because they
+ * activations, a 16x16 transpose and a stride-2 deinterleave. Apart from ingot_kernel_common.h because they
  * need <immintrin.h>, whose parse costs more than compiling a small model's kernels
  * (~0.35 s of GCC time per translation unit); the kernel headers that use them
  * include this one, so generated code that needs no intrinsics never parses it. */
@@ -133,6 +133,14 @@ INGOT_INLINE __m256 ingot_tile_act_avx2(__m256 v, int act, float lo, float hi) {
     return _mm256_mul_ps(v, _mm256_min_ps(one, _mm256_max_ps(_mm256_setzero_ps(), gate)));
   }
   return v;
+}
+
+/* The even (|odd| = 0) or odd floats of 16 consecutive ones, lo holding 0-7 and hi
+ * 8-15, in order: an in-lane shuffle (s0 s2 s8 s10 | s4 s6 s12 s14 for the even ones)
+ * and a cross-lane permute of its 64-bit pairs. */
+INGOT_INLINE __m256 ingot_deinterleave2_avx2(__m256 lo, __m256 hi, int odd) {
+  const __m256 half = odd ? _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)) : _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(half), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 #endif
 
