@@ -414,6 +414,37 @@ TEST_F(ToolsCliTest, BenchText) {
   EXPECT_EQ(r.status, kExitError);
 }
 
+// --against: two modules called in turn, both timed, with their B/A figures.
+TEST_F(ToolsCliTest, BenchAgainst) {
+  emit::write_module_file(copy_module(), path("b.ingot"));
+  Result r = ingot({"bench", module_, "--against", path("b.ingot"), "--iterations=9", "--warmup=1", "--json"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["module"], module_);
+  EXPECT_EQ(j["iterations"], 9);
+  EXPECT_EQ(j["against"]["module"], path("b.ingot"));
+  EXPECT_EQ(j["against"]["iterations"], 9);
+  EXPECT_LE(j["against"]["min"].get<double>(), j["against"]["median"].get<double>());
+  EXPECT_GT(j["paired_ratio"]["median"].get<double>(), 0.0);
+  EXPECT_LE(j["paired_ratio"]["min"].get<double>(), j["paired_ratio"]["median"].get<double>());
+  EXPECT_GT(j["min_ratio"].get<double>(), 0.0);
+  r = ingot({"bench", module_, "--against", path("b.ingot"), "--iterations=3"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_TRUE(contains(r.out, "B/A: median of pairs")) << r.out;
+  // Modules that take different inputs cannot share them.
+  emit::ModuleContents other = copy_module();
+  other.inputs = {{"x", INGOT_DTYPE_F32, {3, 2}}};
+  emit::write_module_file(other, path("other.ingot"));
+  r = ingot({"bench", module_, "--against", path("other.ingot")});
+  EXPECT_EQ(r.status, kExitError);
+  EXPECT_TRUE(contains(r.err, "--against: input 0 differs")) << r.err;
+  r = ingot({"bench", module_, "--against", path("b.ingot"), "--per-step"});
+  EXPECT_EQ(r.status, kExitError);
+  EXPECT_TRUE(contains(r.err, "--against")) << r.err;
+  r = ingot({"bench", module_, "--against", path("missing.ingot")});
+  EXPECT_EQ(r.status, kExitError);
+}
+
 // The rows of `bench --per-step`'s table, split into words, keyed by step number.
 std::map<int, std::vector<std::string>> step_rows(const std::string& out) {
   std::map<int, std::vector<std::string>> rows;

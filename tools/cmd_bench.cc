@@ -39,6 +39,7 @@ struct BenchArgs {
   std::string trace;     // Chrome trace-event JSON of one observed run
   int device = -1;
   bool check_arena = false;
+  std::string against;  // a second module, timed call for call alternating with the first
 };
 
 // Accumulates the time each step takes, for --per-step and --trace. Called from
@@ -232,6 +233,67 @@ nlohmann::ordered_json step_report_json(const StepReport& report) {
   return out;
 }
 
+// --against: module A and module B called in turn, A, B, A, B, ..., each call timed.
+// A shared machine's speed drifts over seconds (another tenant, clock changes); two
+// calls in a row see the same machine, so the median of each pair's B/A is a steadier
+// comparison than two benches run one after the other.
+int run_against(const BenchArgs& args, Session& a, const std::vector<Tensor>& inputs, bool random_inputs,
+                Streams& streams) {
+  Session b(args.against, args.threads, args.device, args.check_arena);
+  if (a.on_device() != b.on_device()) fail("--against: one module runs on a device and the other does not");
+  if (b.inputs().size() != a.inputs().size()) fail("--against: '{}' has {} inputs, '{}' has {}", args.module,
+                                                  a.inputs().size(), args.against, b.inputs().size());
+  for (size_t i = 0; i < a.inputs().size(); ++i)
+    if (a.inputs()[i].dtype != b.inputs()[i].dtype || a.inputs()[i].dims != b.inputs()[i].dims)
+      fail("--against: input {} differs between '{}' and '{}'", i, args.module, args.against);
+  b.set_inputs(inputs);
+  check_bench_counts(args.iterations, args.warmup);
+  auto timed = [](Session& s) {
+    const auto start = std::chrono::steady_clock::now();
+    s.invoke();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (int i = 0; i < args.warmup; ++i) timed(a), timed(b);
+  std::vector<double> ta, tb, ratio;
+  for (int i = 0; i < args.iterations; ++i) {
+    ta.push_back(timed(a));
+    tb.push_back(timed(b));
+    ratio.push_back(ta.back() > 0 ? tb.back() / ta.back() : 1.0);
+  }
+  const LatencyStats sa = summarize(ta), sb = summarize(tb), sr = summarize(ratio);
+  if (args.json) {
+    BenchSetup setup;
+    setup.iterations = args.iterations;
+    setup.warmup = args.warmup;
+    setup.random_inputs = random_inputs;
+    setup.seed = args.seed;
+    setup.threads = a.threads();
+    setup.module = args.module;
+    setup.arena_bytes = a.arena_size();
+    setup.workers = a.module().plan->worker_count;
+    nlohmann::ordered_json report = bench_json(setup, sa);
+    setup.module = args.against;
+    setup.arena_bytes = b.arena_size();
+    setup.workers = b.module().plan->worker_count;
+    setup.threads = b.threads();
+    report["against"] = bench_json(setup, sb);
+    report["paired_ratio"] = {{"median", sr.median}, {"min", sr.min}, {"p90", sr.p90}};
+    report["min_ratio"] = sa.min > 0 ? sb.min / sa.min : 1.0;
+    report["median_ratio"] = sa.median > 0 ? sb.median / sa.median : 1.0;
+    streams.out << report.dump(2) << "\n";
+    return kExitOk;
+  }
+  streams.out << fmt::format("A: {}\nB: {}\n", args.module, args.against);
+  streams.out << fmt::format("iterations: {} pairs (after {} warmup), called A, B, A, B, ...; inputs: {}\n", args.iterations,
+                             args.warmup, random_inputs ? fmt::format("random (seed {})", args.seed) : std::string("given"));
+  streams.out << fmt::format("{:>3} {:>10} {:>10} {:>10} {:>10}\n", "", "min", "median", "p90", "p99");
+  for (const auto& [name, st] : {std::pair{"A", sa}, std::pair{"B", sb}})
+    streams.out << fmt::format("{:>3} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}  us\n", name, st.min, st.median, st.p90, st.p99);
+  streams.out << fmt::format("B/A: median of pairs {:.3f} (p90 {:.3f}), of minima {:.3f}, of medians {:.3f}\n", sr.median,
+                             sr.p90, sa.min > 0 ? sb.min / sa.min : 1.0, sa.median > 0 ? sb.median / sa.median : 1.0);
+  return kExitOk;
+}
+
 int run_bench(const BenchArgs& args, Streams& streams) {
   for (const std::string& value : args.inputs) reject_flag_like("--input", value);
   if (args.flush_denormals) flush_denormals_to_zero();
@@ -244,6 +306,10 @@ int run_bench(const BenchArgs& args, Streams& streams) {
     inputs = load_tensors("input", "--input", args.inputs, session.inputs());
   }
   session.set_inputs(inputs);
+  if (!args.against.empty()) {
+    if (args.per_step || !args.trace.empty()) fail("--against compares whole invokes; it takes no --per-step or --trace");
+    return run_against(args, session, inputs, random_inputs, streams);
+  }
 
   if (args.per_step && session.on_device())
     fail("--per-step is for CPU modules; a Vulkan module runs as one command buffer per invoke");
@@ -367,6 +433,10 @@ CommandFn add_bench_command(CLI::App& app) {
                   "fp32 peak of one core in GFLOP/s for --per-step (default: measured by a short FMA probe)")
       ->check(CLI::PositiveNumber)
       ->type_name("GFLOPS");
+  cmd->add_option("--against", args->against,
+                  "A second module (same inputs) called in turn with MODULE, A, B, A, B, ...: both timings and B/A")
+      ->check(CLI::ExistingFile)
+      ->type_name("MODULE_B");
   return [args](Streams& streams) { return run_bench(*args, streams); };
 }
 
