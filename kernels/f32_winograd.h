@@ -15,6 +15,7 @@
 #define INGOT_F32_WINOGRAD_H_
 
 #include "ingot_kernel_common.h"
+#include "ingot_kernel_simd.h"
 
 /* The padded input planes are stored split by column parity (even columns in |pe|,
  * odd in |po|, row stride Wq): a tile's four columns 2t..2t+3 are then e[t], o[t],
@@ -24,21 +25,66 @@
  * nobody reads. */
 #define INGOT_WINOGRAD_SPARE 4
 
-/* Zero-padded copies of C planes of H x W (padded row h + PH, padded column w + PW),
- * split into |phases| column phases: padded column pc goes to phase pc % phases,
- * index pc / phases, of rows Wq long; phase r starts at p + r * phase_stride. */
+/* Rows [row_lo, row_hi) of zero-padded copies of C planes of H x W (padded row h + PH,
+ * padded column w + PW), split into |phases| column phases: padded column pc goes to
+ * phase pc % phases, index pc / phases, of rows Wq long. Padded row hp of channel c is
+ * stored at row (c * R + hp - row_lo); phase r starts at p + r * phase_stride.
+ * Each float is written once: zeros, the copied run, zeros. With AVX2 the runs of 2
+ * and 4 phases are split 8 outputs per phase at a time by deinterleaving loads; only
+ * the ends of a row go one float at a time. */
 INGOT_INLINE void f32_winograd_phase_planes(float* INGOT_RESTRICT p, ingot_index_t phase_stride, const float* INGOT_RESTRICT x,
-                                            ingot_index_t C, ingot_index_t H, ingot_index_t W, ingot_index_t Hp, ingot_index_t Wq,
-                                            ingot_index_t PH, ingot_index_t PW, ingot_index_t phases) {
-  for (ingot_index_t i = 0; i < phases * phase_stride; ++i) p[i] = 0.0f;
+                                            ingot_index_t C, ingot_index_t H, ingot_index_t W, ingot_index_t R, ingot_index_t Wq,
+                                            ingot_index_t PH, ingot_index_t PW, ingot_index_t phases, ingot_index_t row_lo,
+                                            ingot_index_t row_hi) {
   for (ingot_index_t c = 0; c < C; ++c)
-    for (ingot_index_t h = 0; h < H; ++h) {
+    for (ingot_index_t hp = row_lo; hp < row_hi; ++hp) {
+      const ingot_index_t h = hp - PH;
+      float* INGOT_RESTRICT d0 = p + (c * R + hp - row_lo) * Wq;
+      if (h < 0 || h >= H) {
+        for (ingot_index_t r = 0; r < phases; ++r)
+          for (ingot_index_t q = 0; q < Wq; ++q) d0[r * phase_stride + q] = 0.0f;
+        continue;
+      }
       const float* INGOT_RESTRICT s = x + (c * H + h) * W;
+      ingot_index_t q = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+      /* Blocks of 8 outputs per phase whose source floats s[phases * q - PW ...] all lie in the row. */
+      if (phases == 4 || phases == 2) {
+        while (q < Wq && phases * q < PW) {
+          for (ingot_index_t r = 0; r < phases; ++r) {
+            const ingot_index_t w = phases * q + r - PW;
+            d0[r * phase_stride + q] = w >= 0 && w < W ? s[w] : 0.0f;
+          }
+          ++q;
+        }
+        for (; q + 8 <= Wq && phases * (q + 8) - PW <= W; q += 8) {
+          const float* src = s + phases * q - PW;
+          if (phases == 4) {
+            __m256 v[4], out[4];
+            for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(src + 8 * i);
+            ingot_deinterleave4_avx2(v, out);
+            for (int r = 0; r < 4; ++r) _mm256_storeu_ps(d0 + r * phase_stride + q, out[r]);
+          } else {
+            const __m256 lo = _mm256_loadu_ps(src), hi = _mm256_loadu_ps(src + 8);
+            _mm256_storeu_ps(d0 + q, ingot_deinterleave2_avx2(lo, hi, 0));
+            _mm256_storeu_ps(d0 + phase_stride + q, ingot_deinterleave2_avx2(lo, hi, 1));
+          }
+        }
+      }
+#endif
+      /* The rest, phase by phase: zeros, a strided copy, zeros. */
       for (ingot_index_t r = 0; r < phases; ++r) {
-        /* First source column whose padded column falls in phase r; then every phases-th. */
-        const ingot_index_t w0 = ((r - PW) % phases + phases) % phases;
-        float* INGOT_RESTRICT d = p + r * phase_stride + (c * Hp + h + PH) * Wq + (w0 + PW) / phases;
-        for (ingot_index_t k = 0; w0 + phases * k < W; ++k) d[k] = s[w0 + phases * k];
+        float* INGOT_RESTRICT d = d0 + r * phase_stride;
+        /* Outputs q >= q0 with 0 <= phases * q + r - PW < W. */
+        ingot_index_t lo = PW - r > 0 ? (PW - r + phases - 1) / phases : 0;
+        ingot_index_t hi = W + PW - r > 0 ? (W + PW - r + phases - 1) / phases : 0;
+        lo = lo > q ? lo : q;
+        hi = hi < Wq ? hi : Wq;
+        hi = hi > lo ? hi : lo;
+        ingot_index_t k = q;
+        for (; k < lo; ++k) d[k] = 0.0f;
+        for (const float* src = s + phases * lo + r - PW; k < hi; ++k, src += phases) d[k] = *src;
+        for (; k < Wq; ++k) d[k] = 0.0f;
       }
     }
 }

@@ -142,6 +142,21 @@ INGOT_INLINE __m256 ingot_deinterleave2_avx2(__m256 lo, __m256 hi, int odd) {
   const __m256 half = odd ? _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)) : _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(half), _MM_SHUFFLE(3, 1, 2, 0)));
 }
+
+/* Every fourth float of 32 consecutive ones (v[0] holding 0-7, ... v[3] 24-31):
+ * out[r] = s[r], s[4 + r], ..., s[28 + r]. The 128-bit halves are groups of four; two
+ * permutes pair groups q and q + 4 in one register, and a 4x4 transpose inside the
+ * lanes (unpacks, then shuffles) turns groups into phases. */
+INGOT_INLINE void ingot_deinterleave4_avx2(const __m256 v[4], __m256 out[4]) {
+  const __m256 a = _mm256_permute2f128_ps(v[0], v[2], 0x20), b = _mm256_permute2f128_ps(v[0], v[2], 0x31);
+  const __m256 c = _mm256_permute2f128_ps(v[1], v[3], 0x20), d = _mm256_permute2f128_ps(v[1], v[3], 0x31);
+  const __m256 ab_lo = _mm256_unpacklo_ps(a, b), ab_hi = _mm256_unpackhi_ps(a, b);
+  const __m256 cd_lo = _mm256_unpacklo_ps(c, d), cd_hi = _mm256_unpackhi_ps(c, d);
+  out[0] = _mm256_shuffle_ps(ab_lo, cd_lo, _MM_SHUFFLE(1, 0, 1, 0));
+  out[1] = _mm256_shuffle_ps(ab_lo, cd_lo, _MM_SHUFFLE(3, 2, 3, 2));
+  out[2] = _mm256_shuffle_ps(ab_hi, cd_hi, _MM_SHUFFLE(1, 0, 1, 0));
+  out[3] = _mm256_shuffle_ps(ab_hi, cd_hi, _MM_SHUFFLE(3, 2, 3, 2));
+}
 #endif
 
 #endif /* INGOT_KERNEL_SIMD_H_ */
