@@ -639,12 +639,13 @@ INGOT_INLINE void f32_copy_strided(float* INGOT_RESTRICT dst, const float* INGOT
  * phase ((h + PH) % S) * S + (w + PW) % S at ((h + PH) / S, (w + PW) / S). Each channel
  * keeps |used| of the S x S phases, phase i in its place slot[i] (-1: no tap reads it,
  * not built). |tail| extra zero floats follow the last plane (tile reads may run past
- * it). Every float is written once, row by row: the planes of a large early layer do
- * not fit the L2, and zero-filling them first doubled the writes. */
+ * it). Only phase rows [row_lo, row_hi) are written: a worker builds the rows its
+ * column tiles read. Every float is written once, row by row: the planes of a large
+ * early layer do not fit the L2, and zero-filling them first doubled the writes. */
 INGOT_INLINE void f32_pad_phase_planes(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t C,
                                        ingot_index_t H, ingot_index_t W, ingot_index_t S, ingot_index_t Hq, ingot_index_t Wq,
                                        ingot_index_t PH, ingot_index_t PW, const int32_t* INGOT_RESTRICT slot,
-                                       ingot_index_t used, ingot_index_t tail) {
+                                       ingot_index_t used, ingot_index_t tail, ingot_index_t row_lo, ingot_index_t row_hi) {
   const ingot_index_t phase = Hq * Wq;
   for (ingot_index_t c = 0; c < C; ++c)
     for (ingot_index_t ph = 0; ph < S; ++ph)
@@ -655,7 +656,7 @@ INGOT_INLINE void f32_pad_phase_planes(float* INGOT_RESTRICT dst, const float* I
         const ingot_index_t w0 = ((q - PW) % S + S) % S, col0 = (w0 + PW) / S;
         const ingot_index_t n = w0 < W ? (W - w0 + S - 1) / S : 0;
         float* INGOT_RESTRICT plane = dst + (c * used + place) * phase;
-        for (ingot_index_t r = 0; r < Hq; ++r) {
+        for (ingot_index_t r = row_lo; r < row_hi; ++r) {
           float* INGOT_RESTRICT d = plane + r * Wq;
           const ingot_index_t h = r * S + ph - PH;
           if (h < 0 || h >= H || n == 0) {
@@ -672,21 +673,24 @@ INGOT_INLINE void f32_pad_phase_planes(float* INGOT_RESTRICT dst, const float* I
 
 /* Copies C planes of H x W into planes of Hp x Wp at (PH, PW), zero around them;
  * |tail| extra zero floats follow the last plane (shifted tile reads may run past it).
- * Every float is written once (as f32_pad_phase_planes). */
+ * Only padded rows [row_lo, row_hi) are written, each float once (as
+ * f32_pad_phase_planes). */
 INGOT_INLINE void f32_pad_planes(float* INGOT_RESTRICT dst, const float* INGOT_RESTRICT src, ingot_index_t C, ingot_index_t H,
-                                 ingot_index_t W, ingot_index_t Hp, ingot_index_t Wp, ingot_index_t PH, ingot_index_t PW, ingot_index_t tail) {
-  for (ingot_index_t c = 0; c < C; ++c) {
-    float* INGOT_RESTRICT plane = dst + c * Hp * Wp;
-    for (ingot_index_t i = 0; i < PH * Wp; ++i) plane[i] = 0.0f;
-    for (ingot_index_t h = 0; h < H; ++h) {
-      float* INGOT_RESTRICT d = plane + (h + PH) * Wp;
+                                 ingot_index_t W, ingot_index_t Hp, ingot_index_t Wp, ingot_index_t PH, ingot_index_t PW,
+                                 ingot_index_t tail, ingot_index_t row_lo, ingot_index_t row_hi) {
+  for (ingot_index_t c = 0; c < C; ++c)
+    for (ingot_index_t hp = row_lo; hp < row_hi; ++hp) {
+      float* INGOT_RESTRICT d = dst + (c * Hp + hp) * Wp;
+      const ingot_index_t h = hp - PH;
+      if (h < 0 || h >= H) {
+        for (ingot_index_t w = 0; w < Wp; ++w) d[w] = 0.0f;
+        continue;
+      }
       const float* INGOT_RESTRICT s = src + (c * H + h) * W;
       for (ingot_index_t w = 0; w < PW; ++w) d[w] = 0.0f;
       for (ingot_index_t w = 0; w < W; ++w) d[PW + w] = s[w];
       for (ingot_index_t w = PW + W; w < Wp; ++w) d[w] = 0.0f;
     }
-    for (ingot_index_t i = (H + PH) * Wp; i < Hp * Wp; ++i) plane[i] = 0.0f;
-  }
   for (ingot_index_t i = 0; i < tail; ++i) dst[C * Hp * Wp + i] = 0.0f;
 }
 

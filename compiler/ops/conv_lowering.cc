@@ -140,23 +140,35 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   for (int64_t kh = 0; kh < g.KH; ++kh)
     for (int64_t kw = 0; kw < g.KW; ++kw)
       taps_table += fmt::format("{}{}", taps_table.empty() ? "" : ", ", kh * g.DH * Wp + kw * g.DW);
+  // A part that splits the pixels (the row panels) prepares only what its pixels read:
+  // their columns of the im2col matrix, or the padded rows under their output rows.
+  std::string pixels = fmt::format("    const int64_t p_lo = 0, p_hi = {};\n", HW);
+  if (loops.split == GemmSplit::kRows)
+    pixels = fmt::format("    const int64_t p_lo = (lo) * {mr}, p_hi = (hi) * {mr} < {HW} ? (hi) * {mr} : {HW};\n",
+                         fmt::arg("mr", tile.mr), fmt::arg("HW", HW));
+  if (taps)
+    pixels += fmt::format(
+        "    const int64_t row_lo = p_lo / {OW} * {SH};\n"
+        "    const int64_t row_hi = (p_hi - 1) / {OW} * {SH} + {span} < {Hp} ? (p_hi - 1) / {OW} * {SH} + {span} : {Hp};\n",
+        fmt::arg("OW", g.OW), fmt::arg("SH", g.SH), fmt::arg("span", (g.KH - 1) * g.DH + 1), fmt::arg("Hp", Hp));
   const std::string operand =
-      taps ? fmt::format("    float* xp = {s} + {ct};\n"
-                         "    f32_pad_planes(xp, {x} + n * {CHW} + grp * {ICGHW}, {C}, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, 0);\n",
+      (pointwise ? std::string() : pixels) +
+      (taps ? fmt::format("    float* xp = {s} + {ct};\n"
+                         "    f32_pad_planes(xp, {x} + n * {CHW} + grp * {ICGHW}, {C}, {H}, {W}, {Hp}, {Wp}, {PH}, {PW}, 0, row_lo, row_hi);\n",
                          fmt::arg("s", ctx.scratch), fmt::arg("ct", transposed_tile_floats(g, width)), fmt::arg("x", ctx.in[0]),
                          fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("ICGHW", c.ICG * g.H * g.W), fmt::arg("C", c.ICG),
                          fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("Hp", Hp), fmt::arg("Wp", Wp), fmt::arg("PH", g.PH),
                          fmt::arg("PW", g.PW))
       : pointwise ? fmt::format("    const float* xn = {} + n * {} + grp * {};\n", ctx.in[0], g.C * g.H * g.W, c.ICG * g.H * g.W)
                 : fmt::format("    float* xn = {s} + {ct};\n"
-                              "    f32_im2col_panel(xn, {HW}, {x} + n * {CHW} + grp * {ICGHW}, {C}, {H}, {W}, {OW}, {KH}, {KW}, "
-                              "{SH}, {SW}, {PH}, {PW}, {DH}, {DW}, 0, {HW});\n",
+                              "    f32_im2col_panel(xn + p_lo, {HW}, {x} + n * {CHW} + grp * {ICGHW}, {C}, {H}, {W}, {OW}, {KH}, {KW}, "
+                              "{SH}, {SW}, {PH}, {PW}, {DH}, {DW}, p_lo, p_hi - p_lo);\n",
                               fmt::arg("ICGHW", c.ICG * g.H * g.W),
                               fmt::arg("s", ctx.scratch), fmt::arg("ct", transposed_tile_floats(g, width)), fmt::arg("HW", HW),
                               fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("C", c.ICG),
                               fmt::arg("H", g.H), fmt::arg("W", g.W), fmt::arg("OW", g.OW), fmt::arg("KH", g.KH),
                               fmt::arg("KW", g.KW), fmt::arg("SH", g.SH), fmt::arg("SW", g.SW), fmt::arg("PH", g.PH),
-                              fmt::arg("PW", g.PW), fmt::arg("DH", g.DH), fmt::arg("DW", g.DW));
+                              fmt::arg("PW", g.PW), fmt::arg("DH", g.DH), fmt::arg("DW", g.DW)));
   return fmt::format(
       "{taps}"
       "  float* ct = {scratch};\n"
@@ -416,8 +428,10 @@ namespace {
 // OW are junk) and the offset of every tap of a channel's window in its planes.
 struct TapPlanes {
   std::string statics;  // C tables `build` reads
-  std::string build;
+  std::string build;    // builds plane rows [row_lo, row_hi) (C variables of those names)
   int64_t channel_floats = 0, width = 0, Np = 0, padded_floats = 0;
+  int64_t rows = 0;      // plane rows per channel
+  int64_t row_span = 0;  // plane rows an output row's taps read, from its own on
   std::vector<int64_t> taps;
 };
 
@@ -459,6 +473,26 @@ std::string emit_taps_gemm(LoweringContext& ctx, const ConvGeometry& c, const Ta
   const int64_t units = gemm_split_units(loops.split, c.OCG, planes.Np, tile);
   ctx.wg_count = g.N * c.G * units;
   if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
+  // A part that splits the columns (output pixels, numbered in plane width) builds
+  // only the plane rows its column tiles read: output rows n0 / width on, each reading
+  // row_span rows, plus one below (a valid pixel's rightmost taps run into the next
+  // row's leading zeros). Past a plane's last row that next row is the first of the
+  // next plane (or the zero tail), so a part that reaches the end also builds the
+  // first rows.
+  std::string rows = fmt::format("    const int64_t row_lo = 0, row_hi = {};\n", planes.rows);
+  std::string build = planes.build;
+  if (loops.split == GemmSplit::kColumns) {
+    rows = fmt::format(
+        "    const int64_t row_lo = (lo) * {nr} / {width};\n"
+        "    const int64_t row_last = (((hi) * {nr} < {Np} ? (hi) * {nr} : {Np}) - 1) / {width} + {span} + 1;\n"
+        "    const int64_t row_hi = row_last < {rows} ? row_last : {rows};\n",
+        fmt::arg("nr", tile.nr), fmt::arg("width", planes.width), fmt::arg("Np", planes.Np), fmt::arg("span", planes.row_span),
+        fmt::arg("rows", planes.rows));
+    std::string wrapped = planes.build;
+    for (auto [from, to] : {std::pair{"row_lo, row_hi)", "0, row_last - {})"}})
+      wrapped.replace(wrapped.find(from), std::string(from).size(), fmt::format(fmt::runtime(to), planes.rows));
+    build += fmt::format("    if (row_last > {}) {{\n  {}    }}\n", planes.rows, wrapped);
+  }
   std::string table;
   for (int64_t t : planes.taps) table += fmt::format("{}{}", table.empty() ? "" : ", ", t);
   ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_{}_{}_{}", g.KH, g.KW, g.SW, c.G > 1 ? fmt::format("_g{}", c.G) : "",
@@ -476,6 +510,7 @@ std::string emit_taps_gemm(LoweringContext& ctx, const ConvGeometry& c, const Ta
       "{window}"
       "    const int64_t oc0 = grp * {OCG};\n"
       "    const float* xg = xn + grp * {ICGHW};\n"
+      "{rows}"
       "{build}"
       "    const float* xpg = xp;\n"
       "    const float* wg = {w} + oc0 * {K};\n"
@@ -485,7 +520,7 @@ std::string emit_taps_gemm(LoweringContext& ctx, const ConvGeometry& c, const Ta
       fmt::arg("T", T), fmt::arg("table", table), fmt::arg("statics", planes.statics), fmt::arg("scratch", ctx.scratch),
       fmt::arg("padded", planes.padded_floats), fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]),
       fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("G", c.G),
-      fmt::arg("OCG", c.OCG), fmt::arg("ICGHW", c.ICG * g.H * g.W), fmt::arg("build", planes.build),
+      fmt::arg("OCG", c.OCG), fmt::arg("ICGHW", c.ICG * g.H * g.W), fmt::arg("build", build), fmt::arg("rows", rows),
       fmt::arg("w", ctx.in[1]), fmt::arg("K", K),
       fmt::arg("image_window", workgroup_window(ctx.wg_count, fmt::format("n * {}", c.G * units), c.G * units, "continue;", "    ", "ilo", "ihi")),
       fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
@@ -507,7 +542,10 @@ std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c)
   p.padded_floats = (c.ICG * p.channel_floats + tail + 15) / 16 * 16;
   for (int64_t kh = 0; kh < g.KH; ++kh)
     for (int64_t kw = 0; kw < g.KW; ++kw) p.taps.push_back(kh * g.DH * p.width + kw * g.DW);
-  p.build = fmt::format("    f32_pad_planes(xp, xg, {}, {}, {}, {}, {}, {}, {}, {});\n", c.ICG, g.H, g.W, Hp, p.width, g.PH, g.PW, tail);
+  p.rows = Hp;
+  p.row_span = (g.KH - 1) * g.DH + 1;
+  p.build = fmt::format("    f32_pad_planes(xp, xg, {}, {}, {}, {}, {}, {}, {}, {}, row_lo, row_hi);\n", c.ICG, g.H, g.W, Hp,
+                        p.width, g.PH, g.PW, tail);
   return emit_taps_gemm(ctx, c, p, "shifted_gemm");
 }
 
@@ -525,8 +563,10 @@ std::string lower_conv_phase_gemm(LoweringContext& ctx, const ConvGeometry& c) {
   std::string slots;
   for (int64_t s : plan.slot) slots += fmt::format("{}{}", slots.empty() ? "" : ", ", s);
   p.statics = fmt::format("  static const int32_t slot[{}] = {{{}}};\n", plan.S * plan.S, slots);
-  p.build = fmt::format("    f32_pad_phase_planes(xp, xg, {}, {}, {}, {}, {}, {}, {}, {}, slot, {}, {});\n", c.ICG, g.H, g.W,
-                        plan.S, plan.Hq, plan.Wq, g.PH, g.PW, plan.used, plan.tail);
+  p.rows = plan.Hq;
+  p.row_span = (g.KH - 1) * g.DH / plan.S + 1;
+  p.build = fmt::format("    f32_pad_phase_planes(xp, xg, {}, {}, {}, {}, {}, {}, {}, {}, slot, {}, {}, row_lo, row_hi);\n", c.ICG,
+                        g.H, g.W, plan.S, plan.Hq, plan.Wq, g.PH, g.PW, plan.used, plan.tail);
   return emit_taps_gemm(ctx, c, p, "phase_gemm");
 }
 

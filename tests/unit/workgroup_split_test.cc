@@ -295,8 +295,12 @@ TEST_P(WorkgroupSplitTest, GemmConvolutions) {
   k.conv({2, 8, 14, 14}, {16, 8, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Add");
   k.conv({2, 12, 6, 50}, {36, 3, 1, 1}, {{"group", int64_t{4}}}, true);
   k.conv({1, 32, 14, 14}, {96, 16, 3, 3}, {{"group", int64_t{2}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}}, true, "Relu");
+  // Parts that split the pixels build only the plane rows they read: dilated taps,
+  // uneven pads (a valid pixel's taps run into the next row's zeros), 5x5 stride 2.
+  k.conv({1, 8, 30, 29}, {12, 8, 3, 3}, {{"dilations", I{2, 2}}, {"pads", I{2, 1, 2, 3}}}, true);
+  k.conv({1, 6, 33, 31}, {10, 6, 5, 5}, {{"strides", I{2, 2}}, {"pads", I{2, 1, 1, 2}}}, true, "Relu");
   SplitCase::Stats s = k.run(passes(false), GetParam());
-  EXPECT_EQ(s.split, 14);
+  EXPECT_EQ(s.split, 16);
 }
 
 // Winograd F(4x4) and F(2x2): many tile blocks (split by block), one block on small
