@@ -188,7 +188,7 @@ constexpr int64_t kColsBudgetFloats = 64 * 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-ConvTransposeBlocks conv_transpose_blocks(const ConvTransposeGeometry& g) {
+ConvTransposeBlocks conv_transpose_blocks(const ConvTransposeGeometry& g, int64_t workers) {
   ConvTransposeBlocks b;
   bool two_d = g.in.size() == 2;
   b.H = two_d ? g.in[0] : 1;
@@ -221,6 +221,11 @@ ConvTransposeBlocks conv_transpose_blocks(const ConvTransposeGeometry& g) {
       b.wb = std::min(b.W, ceil_div(ceil_div(b.W, ceil_div(b.W, wb)), 48) * 48);
     }
   }
+  // Compiled for several workers (attribute `workers`), an exact cover's blocks are
+  // its workgroups: at least two per worker, so parts can be even (U-Net's 16x16 ->
+  // 32x32 upsampling was one block, on one worker while the other waited).
+  if (workers > 1 && b.exact_cover && b.wb == b.W && ceil_div(b.H, b.hb) < 2 * workers)
+    b.hb = ceil_div(b.H, std::min(b.H, 2 * workers));
   int64_t mb = std::clamp(cap / (taps * b.hb * b.wb), mb_min, g.MG);
   b.mb = ceil_div(g.MG, ceil_div(g.MG, mb));
   b.cols_floats = b.mb * taps * b.hb * b.wb;
@@ -295,7 +300,7 @@ std::string lower_conv_transpose(LoweringContext& ctx) {
   ConvTransposeGeometry g = conv_transpose_geometry(node);
   if (g.in.size() > 2) return lower_conv_transpose_direct(ctx);
   if (ctx.scratch.empty()) fail("{}: the ConvTranspose GEMM needs scratch", node.describe());
-  const ConvTransposeBlocks b = conv_transpose_blocks(g);
+  const ConvTransposeBlocks b = conv_transpose_blocks(g, node.attr_int("workers", 1));
   const bool packed = has_gemm_a_weights(node);
   const int64_t taps = b.KH * b.KW, R = g.MG * taps, HW = b.H * b.W, OHW = b.OH * b.OW;
   GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
@@ -305,11 +310,27 @@ std::string lower_conv_transpose(LoweringContext& ctx) {
   ctx.epilogue_applied = true;
   auto epilogue = [&](const std::string& flat) { return ctx.epilogue ? ctx.epilogue("v", flat) : std::string(); };
 
+  // Workgroups: with an exact cover every block writes its own outputs, so each block
+  // is one, numbered ((n * G + gi) * channel blocks + channel block) * row blocks + row
+  // block (a row block is one input row's column block when rows are split too). A
+  // part computes its blocks in its own cols. Accumulating col2im (the other case)
+  // stays on one worker.
+  const int64_t m_blocks = ceil_div(g.MG, b.mb);
+  const int64_t row_blocks = b.wb == b.W ? ceil_div(b.H, b.hb) : b.H * ceil_div(b.W, b.wb);
+  ctx.wg_count = b.exact_cover ? std::max<int64_t>(1, g.N * g.G * m_blocks * row_blocks) : 1;
   // One block: output channels [mg0, mg0 + mbl) of the group, input rows
   // [ih0, ih0 + hbl) by columns [iw0, iw0 + wbl).
   auto block = [&](const std::string& mg0, int64_t mbl, const std::string& ih0, int64_t hbl, const std::string& iw0,
                    int64_t wbl) {
     const int64_t ncols = hbl * wbl;
+    std::string window;
+    if (ctx.wg_count > 1) {
+      const std::string row_block = b.wb == b.W ? fmt::format("({}) / {}", ih0, b.hb)
+                                                : fmt::format("({}) * {} + ({}) / {}", ih0, ceil_div(b.W, b.wb), iw0, b.wb);
+      window = fmt::format("    const int64_t wg_i = ((n * {} + gi) * {} + ({}) / {}) * {} + {};\n"
+                           "    if (wg_i >= (int64_t)wg_begin && wg_i < (int64_t)wg_end) {{\n",
+                           g.G, m_blocks, mg0, b.mb, row_blocks, row_block);
+    }
     GemmLoops loops;
     loops.c = "cols";
     loops.ldc = ncols;
@@ -323,7 +344,7 @@ std::string lower_conv_transpose(LoweringContext& ctx) {
     loops.M = mbl * taps;
     loops.N = ncols;
     loops.K = g.CG;
-    std::string s = fmt::format("    {{\n    const float* xb = xg + ({}) * {} + ({});\n", ih0, b.W, iw0);
+    std::string s = fmt::format("    {{\n{}    const float* xb = xg + ({}) * {} + ({});\n", window, ih0, b.W, iw0);
     s += emit_gemm_loops(loops, tile);
     if (b.exact_cover) {
       // Output row ih * SH + kh is the KW rows (kh, 0..KW-1) of cols interleaved.
@@ -379,7 +400,7 @@ std::string lower_conv_transpose(LoweringContext& ctx) {
           fmt::arg("iw0", iw0), fmt::arg("wbl", wbl), fmt::arg("hbl", hbl), fmt::arg("ih0", ih0), fmt::arg("SH", b.SH),
           fmt::arg("PH", b.PH), fmt::arg("DH", b.DH), fmt::arg("OH", b.OH));
     }
-    return s + "    }\n";
+    return s + (window.empty() ? "" : "    }\n") + "    }\n";
   };
   // Full blocks in loops, edge blocks with their own literal sizes.
   auto split = [](int64_t total, int64_t step, const std::string& var,
@@ -397,8 +418,9 @@ std::string lower_conv_transpose(LoweringContext& ctx) {
   std::string blocks = split(g.MG, b.mb, "mg0", [&](const std::string& mg0, int64_t mbl) {
     if (b.wb == b.W)
       return split(b.H, b.hb, "ih0", [&](const std::string& ih0, int64_t hbl) { return block(mg0, mbl, ih0, hbl, "0", b.W); });
-    std::string s = fmt::format("  for (int64_t ih = 0; ih < {}; ++ih) {{\n", b.H);
-    s += split(b.W, b.wb, "iw0", [&](const std::string& iw0, int64_t wbl) { return block(mg0, mbl, "ih", 1, iw0, wbl); });
+    // Not `ih`: the block declares its own `ih` from this row (ih = (row) + i).
+    std::string s = fmt::format("  for (int64_t row = 0; row < {}; ++row) {{\n", b.H);
+    s += split(b.W, b.wb, "iw0", [&](const std::string& iw0, int64_t wbl) { return block(mg0, mbl, "row", 1, iw0, wbl); });
     return s + "  }\n";
   });
 
@@ -439,7 +461,7 @@ std::string lower_conv_transpose(LoweringContext& ctx) {
 uint64_t conv_transpose_scratch_bytes(const Node& node) {
   ConvTransposeGeometry g = conv_transpose_geometry(node);
   if (g.in.size() > 2) return 0;
-  return static_cast<uint64_t>(conv_transpose_blocks(g).cols_floats) * sizeof(float);
+  return static_cast<uint64_t>(conv_transpose_blocks(g, node.attr_int("workers", 1)).cols_floats) * sizeof(float);
 }
 
 // Every input element times its group's output channels and the whole kernel.

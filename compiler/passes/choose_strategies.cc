@@ -24,6 +24,12 @@ void choose_strategies(Graph& graph, const ops::TargetTraits& target) {
       if (target.workers > 1) node.attrs["phased"] = int64_t{1};
       else node.attrs.erase("phased");
     }
+    if (node.op_type == "ConvTranspose") {
+      // Its blocks are its workgroups: for several workers, enough of them to share.
+      if (target.workers > 1) node.attrs["workers"] = static_cast<int64_t>(target.workers);
+      else node.attrs.erase("workers");
+      continue;
+    }
     if (node.op_type != "Conv") continue;
     node.attrs.erase("strategy");  // a graph compiled again, for another target
     node.attrs["strategy"] = std::string(ops::conv_strategy_name(ops::choose_conv_strategy(node, target)));

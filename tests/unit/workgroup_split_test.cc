@@ -27,6 +27,11 @@ using testing::Tolerance;
 using I = std::vector<int64_t>;
 using KernelFn = void (*)(void* const*, uint32_t, uint32_t);
 
+int64_t attrs_group(const ops::Attrs& attrs) {
+  auto it = attrs.find("group");
+  return it == attrs.end() ? 1 : std::get<int64_t>(it->second);
+}
+
 // Native code copied into an executable mapping.
 class ExecutableCode {
  public:
@@ -321,6 +326,26 @@ TEST_P(WorkgroupSplitTest, WinogradConvolutions) {
   int winograd = 0;
   for (const auto& n : k.graph().nodes()) winograd += n->attr_int("winograd", 0) != 0;
   EXPECT_EQ(winograd, 6);
+}
+
+// ConvTranspose whose stride equals its kernel (U-Net decoders): each block of output
+// channels and input rows is a workgroup; odd sizes, groups, batch 2, a fused Relu,
+// and blocks that split rows into column blocks (a wide image). An overlapping kernel
+// (col2im accumulates) stays unsplit.
+TEST_P(WorkgroupSplitTest, ConvTransposeBlocks) {
+  SplitCase k(960);
+  auto deconv = [&](Shape xs, Shape ws, ops::Attrs attrs, bool split, bool relu) {
+    Node* c = k.inner("ConvTranspose", {k.input(xs), k.weight(ws), k.weight({ws[1] * attrs_group(attrs)})}, attrs);
+    Value* out = relu ? k.inner("Relu", {c->outputs[0]})->outputs[0] : c->outputs[0];
+    k.output(out, split, c, Tolerance::bound(1e-4, 1e-5));
+  };
+  deconv({1, 64, 32, 32}, {64, 32, 2, 2}, {{"strides", I{2, 2}}}, true, true);
+  deconv({2, 24, 9, 13}, {24, 17, 2, 2}, {{"strides", I{2, 2}}}, true, false);
+  deconv({1, 16, 11, 7}, {16, 6, 3, 3}, {{"strides", I{3, 3}}, {"group", int64_t{2}}}, true, true);
+  deconv({1, 4, 2, 2100}, {4, 8, 2, 2}, {{"strides", I{2, 2}}}, true, false);  // rows in column blocks
+  deconv({1, 16, 10, 10}, {16, 8, 3, 3}, {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}}, false, true);
+  SplitCase::Stats s = k.run(passes(false), GetParam());
+  EXPECT_EQ(s.split, 4);
 }
 
 // Depthwise planes: stride 1 (shifted), column stride 2 (parity planes), other strides,
