@@ -1,10 +1,12 @@
 #include "compiler/codegen/compile_native.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -13,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -61,8 +64,8 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-// Runs argv, stdout+stderr to `log`; returns the exit status.
-int run(const std::vector<std::string>& argv, const fs::path& log) {
+// Starts argv as a child process, stdout+stderr to `log`; returns its pid.
+pid_t spawn(const std::vector<std::string>& argv, const fs::path& log) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -74,10 +77,26 @@ int run(const std::vector<std::string>& argv, const fs::path& log) {
   int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) fail("cannot run '{}': {}", argv[0], std::strerror(rc));
+  return pid;
+}
+
+// Waits for a child; its exit status (128 when it did not exit normally).
+int wait_exit(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+// Runs argv, stdout+stderr to `log`; returns the exit status.
+int run(const std::vector<std::string>& argv, const fs::path& log) { return wait_exit(spawn(argv, log)); }
+
+// The CPUs this process may run on (taskset, cpusets), at least 1.
+unsigned usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 }  // namespace
@@ -141,6 +160,33 @@ class TempDir {
 
 }  // namespace
 
+std::vector<std::vector<size_t>> kernel_units(const CSource& source, const target::Target& target, int opt_level) {
+  const size_t kernels = source.kernel_code.size();
+  // A size build and a microcontroller image keep one unit: a static helper that
+  // several units call is compiled into each of them.
+  // Each unit parses the kernel headers again (immintrin.h alone is ~0.6 s), so a
+  // unit gets at least 8 kernels; two or four units pair up on machines of 2 or 4+ CPUs.
+  const size_t count = target.bare_metal || opt_level == 3 || kernels < 16 ? 1 : kernels < 32 ? 2 : 4;
+  std::vector<std::vector<size_t>> units(count);
+  // Longest first onto the lightest unit; a kernel's text stands for its compile time.
+  std::vector<size_t> order(kernels);
+  for (size_t k = 0; k < kernels; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return source.kernel_code[a].size() > source.kernel_code[b].size();
+  });
+  std::vector<size_t> load(count, 0);
+  for (size_t k : order) {
+    const size_t u = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    units[u].push_back(k);
+    load[u] += source.kernel_code[k].size();
+  }
+  std::erase_if(units, [](const std::vector<size_t>& u) { return u.empty(); });
+  for (std::vector<size_t>& u : units) std::sort(u.begin(), u.end());
+  std::sort(units.begin(), units.end());
+  if (units.empty()) units.emplace_back();
+  return units;
+}
+
 std::string c_compiler(const target::Target& target, const NativeOptions& options) {
   return options.cc.empty() ? target.cc : options.cc;
 }
@@ -152,11 +198,14 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
     std::ofstream out(dir.path() / std::string(f.name), std::ios::binary);
     out << f.content;
   }
-  { std::ofstream(dir.path() / "model.c", std::ios::binary) << source.code; }
   { std::ofstream(dir.path() / "flat.ld", std::ios::binary) << kLinkerScript; }
   if (options.keep_temps) fmt::print("generated C kept in {}\n", dir.path().string());
 
-  fs::path obj = dir.path() / "model.o", elf = dir.path() / "model.elf", bin = dir.path() / "model.bin";
+  // Groups of kernels compile as translation units of their own, as many at once as
+  // this process has CPUs. The groups depend only on the source, so the image is the
+  // same bytes on any machine; the helpers go with the first unit.
+  const std::vector<std::vector<size_t>> units = kernel_units(source, target, options.opt_level);
+  fs::path elf = dir.path() / "model.elf", bin = dir.path() / "model.bin";
   fs::path log = dir.path() / "log.txt";
   std::vector<std::string> cc = {compiler, "-std=c11", opt_flag(options.opt_level), "-ffreestanding", "-fno-builtin", "-fPIC",
                                  "-fvisibility=hidden", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
@@ -166,12 +215,48 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
   for (const std::string& f : speed_flags(options.opt_level)) cc.push_back(f);
   if (target.arch == INGOT_ARCH_X86_64) cc.push_back("-fcf-protection=none");
   cc.insert(cc.end(), target.cflags.begin(), target.cflags.end());
-  cc.insert(cc.end(), {"-I", dir.path().string(), "-c", (dir.path() / "model.c").string(), "-o", obj.string()});
-  if (run(cc, log) != 0) fail("C compiler failed on generated code: {}", first_error_line(slurp(log)));
+  std::vector<fs::path> objects, logs;
+  std::vector<std::vector<std::string>> commands;
+  for (size_t u = 0; u < units.size(); ++u) {
+    const std::string stem = units.size() == 1 ? "model" : fmt::format("model{}", u);
+    std::string text = source.prelude;
+    for (size_t k : units[u]) text += source.kernel_code[k];
+    if (u == 0) text += source.helpers;
+    { std::ofstream(dir.path() / (stem + ".c"), std::ios::binary) << text; }
+    objects.push_back(dir.path() / (stem + ".o"));
+    logs.push_back(dir.path() / (stem + ".log"));
+    std::vector<std::string> argv = cc;
+    argv.insert(argv.end(), {"-I", dir.path().string(), "-c", (dir.path() / (stem + ".c")).string(), "-o", objects.back().string()});
+    commands.push_back(std::move(argv));
+  }
+  // Every started compiler is waited for, even after a failure: the folder they write
+  // into is removed on the way out.
+  const size_t jobs = std::min<size_t>(units.size(), usable_cpus());
+  std::vector<std::pair<pid_t, size_t>> running;
+  int failed = -1;
+  size_t next = 0;
+  while (next < commands.size() || !running.empty()) {
+    if (next < commands.size() && running.size() < jobs && failed < 0) {
+      try {
+        running.emplace_back(spawn(commands[next], logs[next]), next);
+      } catch (...) {
+        for (const auto& r : running) wait_exit(r.first);
+        throw;
+      }
+      ++next;
+      continue;
+    }
+    if (running.empty()) break;
+    auto [pid, unit] = running.front();
+    running.erase(running.begin());
+    if (wait_exit(pid) != 0 && failed < 0) failed = static_cast<int>(unit);
+  }
+  if (failed >= 0) fail("C compiler failed on generated code: {}", first_error_line(slurp(logs[failed])));
 
   std::vector<std::string> link = {tool_for(compiler, "ld"), "-nostdlib", "-static", "-pie", "--no-dynamic-linker",
-                                   "--gc-sections", "-T", (dir.path() / "flat.ld").string(), obj.string(),
-                                   "-o", elf.string()};
+                                   "--gc-sections", "-T", (dir.path() / "flat.ld").string()};
+  for (const fs::path& o : objects) link.push_back(o.string());
+  link.insert(link.end(), {"-o", elf.string()});
   if (target.arch == INGOT_ARCH_X86_64) link.insert(link.begin() + 5, {"-z", "norelro"});
   // Bare-metal code may call the compiler's support routines (64-bit division on a
   // 32-bit core); they join the helpers at the start of the image.

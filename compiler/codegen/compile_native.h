@@ -31,6 +31,14 @@ struct NativeOptions {
 // compiler's first error line on failure.
 NativeCode compile_native(const CSource& source, const target::Target& target, const NativeOptions& options);
 
+// The translation units compile_native builds |source|'s kernels in: kernel indices
+// per unit, each unit's in order, units in the order of their first kernel. Two units
+// from 16 kernels, four from 32, balanced by text size and compiled side by side; one
+// for size builds (opt_level 3) and bare-metal targets, which keep a single copy of
+// every helper. They depend on the source only, never on the machine building it, so
+// a module is the same bytes wherever it is compiled.
+std::vector<std::vector<size_t>> kernel_units(const CSource& source, const target::Target& target, int opt_level);
+
 // The C compiler |options| names for |target|.
 std::string c_compiler(const target::Target& target, const NativeOptions& options);
 

@@ -12,7 +12,13 @@
 namespace ingot::codegen {
 
 struct CSource {
-  std::string code;                        // the translation unit
+  std::string code;                        // the translation unit: prelude + kernel_code + helpers
+  // The same text in its parts, so the native build can compile groups of kernels as
+  // translation units of their own, at the same time: the includes and defines every
+  // part needs, one function per kernel, and the memcpy/memset the C compiler may call.
+  std::string prelude;
+  std::vector<std::string> kernel_code;
+  std::string helpers;
   std::set<std::string> headers;           // kernel headers it includes
   std::vector<std::string> kernel_symbols; // ingot_kernel_<i>
   std::vector<std::string> kernel_names;   // f32_conv3x3_s1_... per kernel
