@@ -340,14 +340,17 @@ ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) 
   // of it. Measured on Zen 3 (AVX2, 512 KiB L2), phase against im2col: stems 3->16 to
   // 3->32 3x3 s2 0.74-0.88, 7x7 s2 3->64 0.85, 11x11 s4 3->64 0.87, 5x5 s2 over 32 and
   // 64 channels 0.83-0.89, 256->32 3x3 s2 0.86, 16 and 32 channels 3x3 s2 at 112x112
-  // 0.77 / 0.94; but 3x3 s2 with 64-128 outputs 1.02-1.20. The bound below,
-  // OCG <= 86 x (1 - S x S / (KH x KW)), separates them (3x3 s2: OCG <= 47; 5x5 s2: 72;
-  // 7x7 s2: 79). The planes are capped at twice the L2: beyond that the scratch grows
-  // with the input while the measured gains fell to 0.94-0.95.
+  // 0.77 / 0.94; but 3x3 s2 with 64-128 outputs 1.02-1.20. Wider kernels keep the gain
+  // to more outputs: stems 3->96 7x7 s2 0.86 and 11x11 s4 0.75 (paired medians), 3->128
+  // 7x7 s2 0.83, while 3->192 7x7 s2 1.02, 3->96 3x3 s2 1.39, 64->96 and 128->128 3x3 s2
+  // 1.00-1.05. The bound below, OCG <= 32 x KH x KW / (KH + KW) (half the kernel's
+  // harmonic mean side), separates them: 3x3 48, 5x5 80, 7x7 112, 11x11 176. The planes
+  // are capped at twice the L2: beyond that the scratch grows with the input while the
+  // measured gains fell to 0.94-0.95.
   if (g.SH == g.SW && g.SH > 1 && (g.KH > 1 || g.KW > 1) && taps_tile) {
     const int64_t plane_bytes = static_cast<int64_t>(sizeof(float)) * phase_plan(c).padded_floats;
     const int64_t taps = g.KH * g.KW, phases = g.SH * g.SW;
-    const bool few_outputs = taps > phases && c.OCG * taps <= 86 * (taps - phases);
+    const bool few_outputs = taps > phases && c.OCG * (g.KH + g.KW) <= 32 * taps;
     if (plane_bytes <= target.l2_bytes / 2 || (few_outputs && plane_bytes <= 2 * target.l2_bytes))
       return ConvStrategy::kPhaseGemm;
   }

@@ -635,6 +635,36 @@ TEST(ChooseStrategiesTest, RecordsOneStrategyPerConvForTheTarget) {
   EXPECT_EQ(ops::find_op("Conv")->scratch_bytes(*pw), 0u);
 }
 
+// Strided convolutions whose phase planes pass half the L2 (an image-sized stem) keep
+// them only while each group has few enough outputs for the kernel's width: the bound
+// grows with the kernel (3x3 48, 7x7 112, 11x11 176 outputs), measured on Zen 3.
+TEST(ChooseStrategiesTest, LargeStridedStemsTakePhasePlanesUpToAnOutputBound) {
+  Graph g;
+  g.name = "stems";
+  Value* x = add_input(g, "x", {1, 3, 224, 224});
+  auto stem = [&](const std::string& name, int64_t outputs, int64_t k, int64_t s) {
+    return add_op(g, "Conv", {x, g.add_constant(name + ".w", testing::random_f32({outputs, 3, k, k}, 3))},
+                  {{"strides", std::vector<int64_t>{s, s}}, {"pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2}}}, 13, 1,
+                  name);
+  };
+  Node* k7_96 = stem("k7_96", 96, 7, 2);
+  Node* k7_112 = stem("k7_112", 112, 7, 2);
+  Node* k7_128 = stem("k7_128", 128, 7, 2);
+  Node* k3_48 = stem("k3_48", 48, 3, 2);
+  Node* k3_64 = stem("k3_64", 64, 3, 2);
+  Node* k11_96 = stem("k11_96", 96, 11, 4);
+  g.outputs = {k7_96->outputs[0], k7_112->outputs[0], k7_128->outputs[0], k3_48->outputs[0], k3_64->outputs[0], k11_96->outputs[0]};
+  ops::TargetTraits avx2{INGOT_FEATURE_AVX2 | INGOT_FEATURE_FMA, INGOT_ARCH_X86_64};
+  avx2.l2_bytes = 512 * 1024;
+  passes::choose_strategies(g, avx2);
+  EXPECT_EQ(k7_96->attr_string("strategy", ""), "phase_gemm");
+  EXPECT_EQ(k7_112->attr_string("strategy", ""), "phase_gemm");
+  EXPECT_EQ(k7_128->attr_string("strategy", ""), "im2col_gemm");
+  EXPECT_EQ(k3_48->attr_string("strategy", ""), "phase_gemm");
+  EXPECT_EQ(k3_64->attr_string("strategy", ""), "im2col_gemm");
+  EXPECT_EQ(k11_96->attr_string("strategy", ""), "phase_gemm");
+}
+
 // ---- the default pipeline ----------------------------------------------------------------------
 
 TEST(PassManagerTest, DefaultPipelineOrderAndDumps) {
