@@ -46,7 +46,7 @@ def conv_model(path, cin, cout, hw, k, stride, group, act):
 LAYERS = {
     "im2col_3x3_s2": (64, 32, 112, 3, 2, 1, "Relu", "f32_gemm_tile_4x24_avx2_full"),
     "transposed_taps_3x3_s2": (128, 128, 56, 3, 2, 1, "Relu", "f32_conv_taps_t_tile_4x24_avx2_4x24"),
-    "im2col_7x7_s2": (3, 96, 224, 7, 2, 1, "Relu", "f32_gemm_tile_4x24_avx2_full"),  # too many outputs for phase planes
+    "im2col_7x7_s2": (3, 128, 224, 7, 2, 1, "Relu", "f32_gemm_tile_4x24_avx2_full"),  # too many outputs for phase planes
     "stem_7x7_s2": (3, 64, 224, 7, 2, 1, "Relu", "f32_conv_taps_tile_4x24_avx2_full"),  # phase planes
     "pointwise": (256, 128, 28, 1, 1, 1, "Sigmoid", "f32_gemm_tile_4x24_avx2_full"),
     "winograd_3x3": (64, 64, 56, 3, 1, 1, "Relu", "f32_gemm_tile_4x24_avx2_full"),
