@@ -137,6 +137,46 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index
                                             ingot_index_t mr, ingot_index_t nr) {
   f32_gemm_tile_8x48_avx512_act(c, ldc, a, lda, aks, b, ldb, K, mr, nr, 0, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f);
 }
+
+/* Tap rectangles (the transposed_rects convolution strategy): C^T[pixels x nr] += the
+ * contribution of |kc| input channels, tap by tap, each tap over exactly the output
+ * pixels whose input lies inside the image. A pixel's row of C^T is output pixel
+ * oh * OW + ow (row stride ldt); the tile's rows are up to 8 pixels of one output row,
+ * read in place from the unpadded planes |x| (channel stride |plane|, pixel stride SW),
+ * so nothing is padded or gathered and no multiply-add meets a padding zero.
+ * |rects| holds 5 values per tap: the input offset of output pixel (0, 0) (negative
+ * where it lies in the padding) and the valid output rows [oh_lo, oh_hi) and columns
+ * [ow_lo, ow_hi). B is the W^T panel of the first channel (rows ic * T + t): tap t's
+ * rows are |T * nrw| floats apart. C^T must hold the sums so far (zero at first). */
+INGOT_INLINE void f32_conv_rects_8x48_avx512(float* INGOT_RESTRICT ct, ingot_index_t ldt, const float* INGOT_RESTRICT x,
+                                             ingot_index_t plane, ingot_index_t row_step, ingot_index_t SW,
+                                             ingot_index_t OW, const int32_t* rects, ingot_index_t T,
+                                             const float* INGOT_RESTRICT b, ingot_index_t nrw, ingot_index_t kc,
+                                             ingot_index_t nr) {
+  for (ingot_index_t t = 0; t < T; ++t) {
+    const int32_t* r = rects + 5 * t;
+    const float* bt = b + t * nrw;
+    for (ingot_index_t oh = r[1]; oh < r[2]; ++oh) {
+      for (ingot_index_t ow = r[3]; ow < r[4]; ow += 8) {
+        float* c = ct + (oh * OW + ow) * ldt;
+        const float* a = x + oh * row_step + ow * SW + r[0];
+#define INGOT_RECTS_CASE(MR) \
+  case MR: f32_gemm_tile_8x48_avx512_blk(c, ldt, a, SW, plane, bt, T * nrw, kc, MR, nr, 0, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f, 1, 0, 0); break;
+        switch (r[4] - ow >= 8 ? 8 : r[4] - ow) {
+          INGOT_RECTS_CASE(8)
+          INGOT_RECTS_CASE(7)
+          INGOT_RECTS_CASE(6)
+          INGOT_RECTS_CASE(5)
+          INGOT_RECTS_CASE(4)
+          INGOT_RECTS_CASE(3)
+          INGOT_RECTS_CASE(2)
+          default: INGOT_RECTS_CASE(1)
+        }
+#undef INGOT_RECTS_CASE
+      }
+    }
+  }
+}
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__)

@@ -18,9 +18,84 @@ bool per_output_taps(const LoweringContext& ctx) {
   return ctx.target_arch == INGOT_ARCH_ARM_CORTEX_M && ctx.target_features == 0;
 }
 
+
+// The transposed GEMM over tap rectangles (strategy transposed_rects): per column tile,
+// C^T starts at zero and gains each tap's product over the output pixels whose input
+// lies inside the image (f32_conv_rects_8x48_avx512), channels in blocks whose W^T rows
+// stay in L1 while every pixel row passes over them; then |store| writes each 8-pixel
+// panel back with bias and epilogue. Nothing is padded or gathered, and no
+// multiply-add meets a padding zero: on small planes with wide or dilated kernels most
+// of an im2col matrix is padding (5x5 at dilation 2 on 7x7: 57%). Workgroups are the
+// column tiles of each image and group, so a part never shares a sum with another.
+std::string lower_transposed_rects(LoweringContext& ctx, const ConvGeometry& c, const GemmTile& tile, int64_t width,
+                                   const std::function<std::string(const std::string&, int64_t, const std::string&, int64_t)>& store) {
+  const Window& g = c.win;
+  const int64_t HW = g.OH * g.OW, T = g.KH * g.KW, K = c.ICG * T;
+  // Valid output range of one tap along one axis: o with 0 <= o * S + k * D - P < size.
+  auto range = [](int64_t k, int64_t D, int64_t P, int64_t S, int64_t size, int64_t out) {
+    const int64_t first = k * D - P;  // input index of output 0
+    int64_t lo = first >= 0 ? 0 : (-first + S - 1) / S;
+    int64_t hi = size - 1 - first < 0 ? 0 : (size - 1 - first) / S + 1;
+    hi = std::min(hi, out);
+    return std::pair<int64_t, int64_t>{std::min(lo, hi), hi};
+  };
+  std::string table;
+  for (int64_t kh = 0; kh < g.KH; ++kh)
+    for (int64_t kw = 0; kw < g.KW; ++kw) {
+      const auto [oh_lo, oh_hi] = range(kh, g.DH, g.PH, g.SH, g.H, g.OH);
+      const auto [ow_lo, ow_hi] = range(kw, g.DW, g.PW, g.SW, g.W, g.OW);
+      table += fmt::format("{}{}, {}, {}, {}, {}", table.empty() ? "" : ", ", (kh * g.DH - g.PH) * g.W + kw * g.DW - g.PW,
+                           oh_lo, oh_hi, ow_lo, ow_hi);
+    }
+  const int64_t kc = rects_channel_block(c.ICG, width, ctx.l1d_bytes);
+  const int64_t col_tiles = (c.OCG + width - 1) / width;
+  auto column_tile = [&](int64_t nr) {
+    std::string body = fmt::format(
+        "        for (int64_t i = 0; i < {cells}; ++i) ct[i] = 0.0f;\n"
+        "        for (int64_t ic0 = 0; ic0 < {ICG}; ic0 += {kc}) {{\n"
+        "          const int64_t kc = {ICG} - ic0 < {kc} ? {ICG} - ic0 : {kc};\n"
+        "          {rects}(ct, {w}, xg + ic0 * {plane}, {plane}, {row_step}, {SW}, {OW}, rects, {T}, wg + j * {panel} + ic0 * {T} * {w}, {w}, kc, {nr});\n"
+        "        }}\n",
+        fmt::arg("cells", (HW + 7) / 8 * 8 * width), fmt::arg("ICG", c.ICG), fmt::arg("kc", kc), fmt::arg("rects", tile.conv_rects),
+        fmt::arg("w", width), fmt::arg("plane", g.H * g.W), fmt::arg("row_step", g.SH * g.W), fmt::arg("SW", g.SW),
+        fmt::arg("OW", g.OW), fmt::arg("T", T), fmt::arg("panel", K * width), fmt::arg("nr", nr));
+    for (int64_t m0 = 0; m0 < HW; m0 += tile.mr) body += store(std::to_string(m0), std::min(tile.mr, HW - m0), "n0", nr);
+    return body;
+  };
+  const int64_t full_tiles = c.OCG / width, edge = c.OCG % width;
+  std::string tiles;
+  if (full_tiles > 0)
+    tiles += fmt::format("      if (j < {}) {{\n{}      }}\n", full_tiles, column_tile(width));
+  if (edge > 0) tiles += fmt::format("      if (j == {}) {{\n{}      }}\n", full_tiles, column_tile(edge));
+  ctx.wg_count = g.N * c.G * col_tiles;
+  const std::string lo = ctx.wg_count == 1 ? "0" : "lo", hi = ctx.wg_count == 1 ? std::to_string(col_tiles) : "hi";
+  return fmt::format(
+      "  static const int32_t rects[{T5}] = {{{table}}};\n"
+      "  float* ct = {scratch};\n"
+      "  for (int64_t n = 0; n < {N}; ++n)\n"
+      "    for (int64_t grp = 0; grp < {G}; ++grp) {{\n"
+      "{window}"
+      "    const int64_t oc0 = grp * {OCG};\n"
+      "    const float* xg = {x} + n * {CHW} + grp * {ICGHW};\n"
+      "    float* yn = {y} + n * {OCHW} + oc0 * {HW};\n"
+      "    const float* wg = {w} + grp * {wgroup};\n"
+      "    (void)oc0;\n"
+      "    for (int64_t j = {lo}; j < {hi}; ++j) {{\n"
+      "      const int64_t n0 = j * {width};\n"
+      "{tiles}"
+      "    }}\n"
+      "  }}\n",
+      fmt::arg("T5", 5 * T), fmt::arg("table", table), fmt::arg("scratch", ctx.scratch), fmt::arg("N", g.N), fmt::arg("G", c.G),
+      fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, col_tiles), col_tiles, "continue;")),
+      fmt::arg("OCG", c.OCG), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("ICGHW", c.ICG * g.H * g.W),
+      fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("HW", HW), fmt::arg("w", ctx.in[1]),
+      fmt::arg("wgroup", col_tiles * K * width), fmt::arg("lo", lo), fmt::arg("hi", hi), fmt::arg("width", width),
+      fmt::arg("tiles", tiles));
+}
 }  // namespace
 
-std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c, bool taps) {
+std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c, TransposedOperand how) {
+  const bool taps = how == TransposedOperand::kTaps, rects = how == TransposedOperand::kRects;
   const Node& node = ctx.node;
   const Window& g = c.win;
   const int64_t HW = g.OH * g.OW;
@@ -39,6 +114,8 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
   if (taps && tile.conv_taps_transposed.empty())
     fail("{}: strategy transposed_taps needs a transposed taps tile, which the target lacks", node.describe());
+  if (rects && tile.conv_rects.empty())
+    fail("{}: strategy transposed_rects needs a tap-rectangles tile, which the target lacks", node.describe());
   if (tile.nr != width) fail("{}: weights packed {} wide, but this target's tile is {} wide", node.describe(), width, tile.nr);
   if (ctx.scratch.empty()) fail("{}: the transposed GEMM kernel needs scratch", node.describe());
   ctx.headers.insert("f32_gemm_tile.h");
@@ -46,7 +123,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   const int64_t K = c.ICG * g.KH * g.KW;
   const int64_t group_panels = (c.OCG + width - 1) / width;
   ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_transposed{}_{}_{}", g.KH, g.KW, g.SW,
-                                c.G > 1 ? fmt::format("_g{}", c.G) : "", taps ? "_taps" : "",
+                                c.G > 1 ? fmt::format("_g{}", c.G) : "", taps ? "_taps" : rects ? "_rects" : "",
                                 tile.kernel.substr(tile.kernel.rfind('_') + 1),
                                 shape_str(node.outputs[0]->shape));
   GemmLoops loops;
@@ -134,6 +211,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
         fmt::arg("nr", nr), fmt::arg("n0", n0), fmt::arg("HW", HW), fmt::arg("m0", m0), fmt::arg("mr", mr),
         fmt::arg("nrw", width), fmt::arg("bias", bias_term), fmt::arg("ep", ep));
   };
+  if (rects) return lower_transposed_rects(ctx, c, tile, width, loops.after_tile);
   // Not pointwise: xn is the group's im2col matrix, built by every part that computes
   // some of its tiles (a part has its own scratch).
   std::string taps_table;

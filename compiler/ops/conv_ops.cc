@@ -274,11 +274,18 @@ PhasePlan phase_plan(const ConvGeometry& c) {
   return p;
 }
 
+int64_t rects_channel_block(int64_t icg, int64_t width, int64_t l1d_bytes) {
+  const int64_t fit = std::max<int64_t>(8, l1d_bytes > 0 ? l1d_bytes * 3 / 4 / (width * 4) : icg);
+  const int64_t blocks = (icg + fit - 1) / fit;
+  return (icg + blocks - 1) / blocks;
+}
+
 const char* conv_strategy_name(ConvStrategy s) {
   switch (s) {
     case ConvStrategy::kWinograd: return "winograd";
     case ConvStrategy::kTransposedGemm: return "transposed_gemm";
     case ConvStrategy::kTransposedTaps: return "transposed_taps";
+    case ConvStrategy::kTransposedRects: return "transposed_rects";
     case ConvStrategy::kGemm: return "gemm";
     case ConvStrategy::kShiftedGemm: return "shifted_gemm";
     case ConvStrategy::kPhaseGemm: return "phase_gemm";
@@ -297,10 +304,13 @@ ConvStrategy choose_conv_strategy(const Node& node, const TargetTraits& target) 
   if (winograd_m(node)) return ConvStrategy::kWinograd;
   const ConvGeometry c = conv_geometry(node);
   const Window& g = c.win;
-  if (transposed_panel_width(node))
-    return !is_pointwise_geometry(g) && !gemm_tile_for(target.features, target.arch).conv_taps_transposed.empty()
-               ? ConvStrategy::kTransposedTaps
-               : ConvStrategy::kTransposedGemm;
+  if (transposed_panel_width(node)) {
+    const GemmTile tile = gemm_tile_for(target.features, target.arch);
+    if (is_pointwise_geometry(g)) return ConvStrategy::kTransposedGemm;
+    if (!tile.conv_taps_transposed.empty()) return ConvStrategy::kTransposedTaps;
+    if (!tile.conv_rects.empty()) return ConvStrategy::kTransposedRects;
+    return ConvStrategy::kTransposedGemm;
+  }
   if (c.ICG == 1 && c.OCG == 1) {
     // The lanes kernels keep a table of the window's rows on the stack
     // (INGOT_DWCONV_LANES_MAX_KH in f32_dwconv2d.h); deeper windows take the plane kernels.
@@ -387,6 +397,8 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy) {
     case ConvStrategy::kTransposedTaps:
       // C^T of one column tile, and one group's padded planes.
       return transposed_tile_floats(g, transposed_panel_width(node)) + transposed_taps_plane_floats(c);
+    case ConvStrategy::kTransposedRects:
+      return transposed_tile_floats(g, transposed_panel_width(node));  // C^T of one column tile
     case ConvStrategy::kGemm:
       return 0;
     case ConvStrategy::kShiftedGemm:
@@ -426,8 +438,9 @@ std::string lower_conv(LoweringContext& ctx) {
   const ConvGeometry c = conv_geometry(ctx.node);
   switch (conv_strategy(ctx.node)) {
     case ConvStrategy::kWinograd: return lower_conv_winograd(ctx, c);
-    case ConvStrategy::kTransposedGemm: return lower_conv_transposed_gemm(ctx, c, /*taps=*/false);
-    case ConvStrategy::kTransposedTaps: return lower_conv_transposed_gemm(ctx, c, /*taps=*/true);
+    case ConvStrategy::kTransposedGemm: return lower_conv_transposed_gemm(ctx, c, TransposedOperand::kIm2col);
+    case ConvStrategy::kTransposedTaps: return lower_conv_transposed_gemm(ctx, c, TransposedOperand::kTaps);
+    case ConvStrategy::kTransposedRects: return lower_conv_transposed_gemm(ctx, c, TransposedOperand::kRects);
     case ConvStrategy::kGemm: return lower_conv_gemm(ctx, c, /*im2col=*/false);
     case ConvStrategy::kShiftedGemm: return lower_conv_shifted_gemm(ctx, c);
     case ConvStrategy::kPhaseGemm: return lower_conv_phase_gemm(ctx, c);

@@ -62,6 +62,7 @@ enum class ConvStrategy {
   kWinograd,             // 3x3 stride 1, weights transformed at compile time
   kTransposedGemm,       // few output pixels: pixels as tile rows (im2col unless 1x1), W^T panels
   kTransposedTaps,       // the same, AVX2, any kernel but 1x1: tile rows read taps of padded planes in place
+  kTransposedRects,      // the same, AVX-512, any kernel but 1x1: each tap over its valid output rectangle only
   kGemm,                 // 1x1 stride 1 unpadded: the input is B, per group
   kShiftedGemm,          // stride 1, x86: taps as shifts of padded planes, per group
   kPhaseGemm,            // stride S > 1, x86: taps as shifts of S x S phase planes, per group
@@ -102,7 +103,14 @@ constexpr int64_t kMaxTileFloats = 8 * kMaxTileColumns;
 
 // One lowering per strategy; each sets ctx.kernel_name and applies the epilogue.
 std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c);
-std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c, bool taps);
+// How the transposed GEMM reads its pixels' windows: an im2col matrix built in scratch
+// (or the planes themselves, pointwise), taps of padded planes in place, or tap
+// rectangles of the unpadded planes.
+enum class TransposedOperand { kIm2col, kTaps, kRects };
+// The channel block of the tap-rectangles strategy: one tap's W^T rows of a block
+// (|width| floats each) fill about 3/4 of an L1 of |l1d_bytes| (0: unknown, one block).
+int64_t rects_channel_block(int64_t icg, int64_t width, int64_t l1d_bytes);
+std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry& c, TransposedOperand operand);
 std::string lower_dwconv_lanes(LoweringContext& ctx, const ConvGeometry& c, bool by_rows);
 std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im2col);
 std::string lower_conv_shifted_gemm(LoweringContext& ctx, const ConvGeometry& c);

@@ -13,7 +13,7 @@ GemmTile gemm_tile_for(uint32_t features, uint32_t arch) {
   if (arch == INGOT_ARCH_ARM_CORTEX_M) return {"f32_gemm_tile_2x8_portable", 2, 8};
   if (features & INGOT_FEATURE_AVX512F)
     return {"f32_gemm_tile_8x48_avx512", 8, 48, true, "f32_tile_bias_act_avx512", "f32_conv_taps_tile_8x48_avx512",
-            "f32_store_padded_runs_avx512"};
+            "f32_store_padded_runs_avx512", "", "", "f32_conv_rects_8x48_avx512"};
   if ((features & INGOT_FEATURE_AVX2) && (features & INGOT_FEATURE_FMA))
     return {"f32_gemm_tile_4x24_avx2", 4, 24, true, "f32_tile_bias_act_avx2", "f32_conv_taps_tile_4x24_avx2",
             "f32_store_padded_runs_avx2", "f32_conv_taps_t_tile_4x24_avx2", "f32_store_transposed_avx2"};

@@ -35,6 +35,10 @@ struct GemmTile {
   // The copy of a finished C^T tile (pixels as rows) back into channel planes
   // (f32_store_transposed_avx2); empty: a float at a time in generated loops.
   std::string transposed_store{};
+  // The transposed convolution over tap rectangles (AVX-512; f32_conv_rects_8x48_avx512):
+  // each tap's multiply-adds only over the output pixels whose input is inside the
+  // image, read in place from the unpadded planes; empty: the target has none.
+  std::string conv_rects{};
 };
 
 // The ISA a tile is written for, the last word of its kernel's name ("avx512", "avx2",

@@ -631,8 +631,10 @@ TEST(KernelTest, WinogradLeavesFewTilesWithBigWeights) {
 // over few pixels runs transposed even when its im2col matrix leaves the L2: 5x5 at
 // dilation 2 on 7x7 (rows 11 wide, 7 real) and 7x7 on 7x7 (rows 10 wide), 1.0-1.1 MB
 // of im2col against 1 MB of L2; so does a 3x3 stride 2 layer whose phase planes leave
-// half the L2 (it would run on im2col panels). A strided layer whose phase planes fit
-// and a target without AVX-512 keep the usual orientation.
+// half the L2 (it would run on im2col panels). On AVX-512 the tap-rectangles tile also
+// takes a strided layer whose phase planes fit (it skips the padding taps); a 56x56
+// output, whose C^T leaves half the L2, and a target without AVX-512 keep the usual
+// orientation.
 TEST(KernelTest, TransposedAgainstShiftedJunkColumns) {
   if (!testing::host_can_run("x86_64-avx512")) GTEST_SKIP() << "this CPU cannot run x86_64-avx512 code";
   ops::TargetTraits traits = driver::target_traits(target::resolve("x86_64-avx512"));
@@ -642,17 +644,19 @@ TEST(KernelTest, TransposedAgainstShiftedJunkColumns) {
   Node* wide = add_conv(k, {1, 112, 7, 7}, {96, 112, 7, 7}, {{"pads", I{3, 3, 3, 3}}}, false);
   Node* strided = add_conv(k, {1, 128, 14, 14}, {96, 128, 5, 5}, {{"pads", I{2, 2, 2, 2}}, {"strides", I{2, 2}}});
   Node* im2col = add_conv(k, {1, 520, 14, 14}, {96, 520, 3, 3}, {{"pads", I{1, 1, 1, 1}}, {"strides", I{2, 2}}});
+  Node* large = add_conv(k, {1, 32, 56, 56}, {32, 32, 5, 5}, {{"pads", I{2, 2, 2, 2}}});
   EXPECT_TRUE(passes::wants_transposed_gemm(*dilated, 48, traits));
   EXPECT_TRUE(passes::wants_transposed_gemm(*wide, 48, traits));
-  EXPECT_FALSE(passes::wants_transposed_gemm(*strided, 48, traits));
+  EXPECT_TRUE(passes::wants_transposed_gemm(*strided, 48, traits));
+  EXPECT_FALSE(passes::wants_transposed_gemm(*large, 48, traits));
   EXPECT_TRUE(passes::wants_transposed_gemm(*im2col, 48, traits));
   ops::TargetTraits portable;
   portable.l2_bytes = traits.l2_bytes;
-  EXPECT_FALSE(passes::wants_transposed_gemm(*dilated, 48, portable));
+  EXPECT_FALSE(passes::wants_transposed_gemm(*dilated, 16, portable));  // its own 16-wide tile
   k.run([&](Graph& g) { passes::pack_weights(g, 48, traits); }, "x86_64-avx512");
   int transposed = 0;
   for (const auto& n : k.graph().nodes()) transposed += n->op_type == "Conv" && n->attr_int("b_panel_width", 0) == 48;
-  EXPECT_EQ(transposed, 3);
+  EXPECT_EQ(transposed, 4);
 }
 
 // Window geometry: strides, pads, dilations, auto_pad, groups (direct and GEMM paths).
