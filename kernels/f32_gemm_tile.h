@@ -147,16 +147,18 @@ INGOT_INLINE void f32_gemm_tile_8x48_avx512(float* INGOT_RESTRICT c, ingot_index
  * |rects| holds 5 values per tap: the input offset of output pixel (0, 0) (negative
  * where it lies in the padding) and the valid output rows [oh_lo, oh_hi) and columns
  * [ow_lo, ow_hi). B is the W^T panel of the first channel (rows ic * T + t): tap t's
- * rows are |T * nrw| floats apart. C^T must hold the sums so far (zero at first). */
+ * rows are |T * nrw| floats apart. Only output rows [row_lo, row_hi) are computed (a
+ * part's row block). C^T must hold the sums so far (zero at first). */
 INGOT_INLINE void f32_conv_rects_8x48_avx512(float* INGOT_RESTRICT ct, ingot_index_t ldt, const float* INGOT_RESTRICT x,
                                              ingot_index_t plane, ingot_index_t row_step, ingot_index_t SW,
                                              ingot_index_t OW, const int32_t* rects, ingot_index_t T,
                                              const float* INGOT_RESTRICT b, ingot_index_t nrw, ingot_index_t kc,
-                                             ingot_index_t nr) {
+                                             ingot_index_t nr, ingot_index_t row_lo, ingot_index_t row_hi) {
   for (ingot_index_t t = 0; t < T; ++t) {
     const int32_t* r = rects + 5 * t;
     const float* bt = b + t * nrw;
-    for (ingot_index_t oh = r[1]; oh < r[2]; ++oh) {
+    const ingot_index_t oh_lo = r[1] > row_lo ? r[1] : row_lo, oh_hi = r[2] < row_hi ? r[2] : row_hi;
+    for (ingot_index_t oh = oh_lo; oh < oh_hi; ++oh) {
       for (ingot_index_t ow = r[3]; ow < r[4]; ow += 8) {
         float* c = ct + (oh * OW + ow) * ldt;
         const float* a = x + oh * row_step + ow * SW + r[0];

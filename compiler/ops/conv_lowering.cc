@@ -26,7 +26,8 @@ bool per_output_taps(const LoweringContext& ctx) {
 // panel back with bias and epilogue. Nothing is padded or gathered, and no
 // multiply-add meets a padding zero: on small planes with wide or dilated kernels most
 // of an im2col matrix is padding (5x5 at dilation 2 on 7x7: 57%). Workgroups are the
-// column tiles of each image and group, so a part never shares a sum with another.
+// column tiles of each image and group (with few of them, blocks of output rows within
+// each), so a part never shares a sum with another.
 std::string lower_transposed_rects(LoweringContext& ctx, const ConvGeometry& c, const GemmTile& tile, int64_t width,
                                    const std::function<std::string(const std::string&, int64_t, const std::string&, int64_t)>& store) {
   const Window& g = c.win;
@@ -49,17 +50,31 @@ std::string lower_transposed_rects(LoweringContext& ctx, const ConvGeometry& c, 
     }
   const int64_t kc = rects_channel_block(c.ICG, width, ctx.l1d_bytes);
   const int64_t col_tiles = (c.OCG + width - 1) / width;
+  // Few column tiles (a layer of few outputs, one image): the output rows split into
+  // blocks too, so such a layer still spreads over up to 4 workers. Every pixel's sum
+  // runs in the same order in any block, so the bits do not depend on the split.
+  const int64_t row_blocks = std::clamp<int64_t>((4 + g.N * c.G * col_tiles - 1) / (g.N * c.G * col_tiles), 1, g.OH);
+  auto block_row = [&](int64_t b) { return b * g.OH / row_blocks; };
   auto column_tile = [&](int64_t nr) {
     std::string body = fmt::format(
-        "        for (int64_t i = 0; i < {cells}; ++i) ct[i] = 0.0f;\n"
+        "        const int64_t row_lo = {rows_lo}, row_hi = {rows_hi};\n"
+        "        for (int64_t i = row_lo * {OW} * {w}; i < row_hi * {OW} * {w}; ++i) ct[i] = 0.0f;\n"
         "        for (int64_t ic0 = 0; ic0 < {ICG}; ic0 += {kc}) {{\n"
         "          const int64_t kc = {ICG} - ic0 < {kc} ? {ICG} - ic0 : {kc};\n"
-        "          {rects}(ct, {w}, xg + ic0 * {plane}, {plane}, {row_step}, {SW}, {OW}, rects, {T}, wg + j * {panel} + ic0 * {T} * {w}, {w}, kc, {nr});\n"
+        "          {rects}(ct, {w}, xg + ic0 * {plane}, {plane}, {row_step}, {SW}, {OW}, rects, {T}, wg + j * {panel} + ic0 * {T} * {w}, {w}, kc, {nr}, row_lo, row_hi);\n"
         "        }}\n",
-        fmt::arg("cells", (HW + 7) / 8 * 8 * width), fmt::arg("ICG", c.ICG), fmt::arg("kc", kc), fmt::arg("rects", tile.conv_rects),
+        fmt::arg("rows_lo", row_blocks == 1 ? "0" : fmt::format("rb * {} / {}", g.OH, row_blocks)),
+        fmt::arg("rows_hi", row_blocks == 1 ? std::to_string(g.OH) : fmt::format("(rb + 1) * {} / {}", g.OH, row_blocks)),
+        fmt::arg("ICG", c.ICG), fmt::arg("kc", kc), fmt::arg("rects", tile.conv_rects),
         fmt::arg("w", width), fmt::arg("plane", g.H * g.W), fmt::arg("row_step", g.SH * g.W), fmt::arg("SW", g.SW),
         fmt::arg("OW", g.OW), fmt::arg("T", T), fmt::arg("panel", K * width), fmt::arg("nr", nr));
-    for (int64_t m0 = 0; m0 < HW; m0 += tile.mr) body += store(std::to_string(m0), std::min(tile.mr, HW - m0), "n0", nr);
+    // Each block stores exactly its own pixels, 8 at a time (literal sizes).
+    for (int64_t b = 0; b < row_blocks; ++b) {
+      const int64_t p0 = block_row(b) * g.OW, p1 = block_row(b + 1) * g.OW;
+      std::string stores;
+      for (int64_t m0 = p0; m0 < p1; m0 += tile.mr) stores += store(std::to_string(m0), std::min(tile.mr, p1 - m0), "n0", nr);
+      body += row_blocks == 1 ? stores : fmt::format("        if (rb == {}) {{\n{}        }}\n", b, stores);
+    }
     return body;
   };
   const int64_t full_tiles = c.OCG / width, edge = c.OCG % width;
@@ -67,8 +82,9 @@ std::string lower_transposed_rects(LoweringContext& ctx, const ConvGeometry& c, 
   if (full_tiles > 0)
     tiles += fmt::format("      if (j < {}) {{\n{}      }}\n", full_tiles, column_tile(width));
   if (edge > 0) tiles += fmt::format("      if (j == {}) {{\n{}      }}\n", full_tiles, column_tile(edge));
-  ctx.wg_count = g.N * c.G * col_tiles;
-  const std::string lo = ctx.wg_count == 1 ? "0" : "lo", hi = ctx.wg_count == 1 ? std::to_string(col_tiles) : "hi";
+  const int64_t units = col_tiles * row_blocks;
+  ctx.wg_count = g.N * c.G * units;
+  const std::string lo = ctx.wg_count == 1 ? "0" : "lo", hi = ctx.wg_count == 1 ? std::to_string(units) : "hi";
   return fmt::format(
       "  static const int32_t rects[{T5}] = {{{table}}};\n"
       "  float* ct = {scratch};\n"
@@ -80,13 +96,15 @@ std::string lower_transposed_rects(LoweringContext& ctx, const ConvGeometry& c, 
       "    float* yn = {y} + n * {OCHW} + oc0 * {HW};\n"
       "    const float* wg = {w} + grp * {wgroup};\n"
       "    (void)oc0;\n"
-      "    for (int64_t j = {lo}; j < {hi}; ++j) {{\n"
-      "      const int64_t n0 = j * {width};\n"
+      "    for (int64_t u = {lo}; u < {hi}; ++u) {{\n"
+      "      const int64_t j = u / {row_blocks}, rb = u % {row_blocks}, n0 = j * {width};\n"
+      "      (void)rb;\n"
       "{tiles}"
       "    }}\n"
       "  }}\n",
       fmt::arg("T5", 5 * T), fmt::arg("table", table), fmt::arg("scratch", ctx.scratch), fmt::arg("N", g.N), fmt::arg("G", c.G),
-      fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, col_tiles), col_tiles, "continue;")),
+      fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
+      fmt::arg("row_blocks", row_blocks),
       fmt::arg("OCG", c.OCG), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("ICGHW", c.ICG * g.H * g.W),
       fmt::arg("y", ctx.out[0]), fmt::arg("OCHW", c.OC * HW), fmt::arg("HW", HW), fmt::arg("w", ctx.in[1]),
       fmt::arg("wgroup", col_tiles * K * width), fmt::arg("lo", lo), fmt::arg("hi", hi), fmt::arg("width", width),
