@@ -3,9 +3,9 @@
 
     /usr/bin/python3 bench/check_subset.py [--ingot build/bin/ingot] [--work DIR] [--jobs 2]
 
-Generates the sweep's CI cases (make_sweep.py --set ci, about 20 small layers) and a few
-small zoo models into DIR (default: build/bench-check), compiles each with `ingot
-compile` and runs it with `ingot run --expected-output` against PyTorch's output, with
+Generates the sweep's CI cases (make_sweep.py --set ci, about 20 small layers), a few
+small zoo models and one small seeded random network per family into DIR (default:
+build/bench-check), compiles each with `ingot compile` and runs it with `ingot run --expected-output` against PyTorch's output, with
 atol = 1e-4 + 1e-3 * max(1, max|reference|) and rtol = 1e-3. Prints one line per model;
 exit status 0 when all match, 1 otherwise. Registered as a test by tests/e2e/bench_subset.sh.
 """
@@ -21,6 +21,8 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 PY = sys.executable or "/usr/bin/python3"
 ZOO_MODELS = ["kws_tcresnet", "kws_lstm", "gru_bi_encoder", "bert_mini"]
+# Seeded random networks (random/export_random.py), one small draw per family.
+RANDOM_MODELS = ["rcnn_4", "rrnn_2", "rconv1d_3", "rattn_2"]
 COMPILE_TIMEOUT_S = 120
 
 
@@ -31,14 +33,17 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     sweep_dir, zoo_dir = os.path.join(args.work, "sweep"), os.path.join(args.work, "zoo")
+    random_dir = os.path.join(args.work, "random")
     t0 = time.time()
     for cmd in ([PY, os.path.join(BENCH, "sweep", "make_sweep.py"), "--set", "ci", "--out", sweep_dir],
-                [PY, os.path.join(BENCH, "zoo", "export_zoo.py"), "--only", ",".join(ZOO_MODELS), "--out", zoo_dir]):
+                [PY, os.path.join(BENCH, "zoo", "export_zoo.py"), "--only", ",".join(ZOO_MODELS), "--out", zoo_dir],
+                [PY, os.path.join(BENCH, "random", "export_random.py"), "--only", ",".join(RANDOM_MODELS),
+                 "--out", random_dir]):
         if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
             print("FAIL: " + " ".join(cmd))
             return 1
     models = []
-    for folder, names in ((sweep_dir, None), (zoo_dir, ZOO_MODELS)):
+    for folder, names in ((sweep_dir, None), (zoo_dir, ZOO_MODELS), (random_dir, RANDOM_MODELS)):
         with open(os.path.join(folder, "manifest.json")) as f:
             man = json.load(f)
         for name in names or sorted(n for n, v in man.items() if v.get("ci")):

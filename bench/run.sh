@@ -3,12 +3,16 @@
 #
 #   bench/run.sh [--models a,b] [--rounds N] [--iterations N] [--budget S] [--peak GFLOPS] [--threads 1,2]
 #   bench/run.sh --zoo [--models a,b] [--rounds N] [--iterations N] [--budget S] [--peak GFLOPS]
+#   bench/run.sh --random [--models rcnn_7,rrnn_12] [--rounds N] [--iterations N] [--budget S]
 #   bench/run.sh --sweep [--quick] [--only a,b] [--category c] [--rounds N] [--budget S]
 #                [--jobs N] [--compile-timeout S] [--peak GFLOPS]
 #
 #   (default)     the seven benchmark models and gemm1024 -> bench/RESULTS.md, results.json
 #   --zoo         the model zoo (bench/zoo) -> bench/ZOO.md, zoo.json (default --rounds 5
 #                 --budget 1.0)
+#   --random      seeded random networks (bench/random) -> bench/RANDOM.md, random.json
+#                 (as --zoo); --models takes any FAMILY_SEED name, so new seeds give
+#                 held-out models (families: rcnn, rrnn, rconv1d, rattn)
 #   --sweep       the layer sweep (bench/sweep) -> bench/SWEEP.md, sweep.json; --quick: the
 #                 fixed ~40-case subset -> bench/SWEEP_QUICK.md, sweep_quick.json
 #   --models      comma-separated subset of the suite's models (default: all); the
@@ -41,6 +45,7 @@ PEAK=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --zoo) MODE=zoo; shift ;;
+    --random) MODE=random; shift ;;
     --sweep) MODE=sweep; shift ;;
     --quick) ARGS+=("$1"); shift ;;
     --models|--rounds|--iterations|--budget|--only|--category|--jobs|--compile-timeout|--threads)
@@ -61,6 +66,9 @@ step() { echo "== $*" >&2; }
 case $MODE in
   models) RUNNER=(bench/run_bench.py) ;;
   zoo) RUNNER=(bench/run_bench.py --suite zoo)
+    [[ " ${ARGS[*]} " == *" --rounds"* ]] || ARGS+=(--rounds 5)
+    [[ " ${ARGS[*]} " == *" --budget"* ]] || ARGS+=(--budget 1.0) ;;
+  random) RUNNER=(bench/run_bench.py --suite random)
     [[ " ${ARGS[*]} " == *" --rounds"* ]] || ARGS+=(--rounds 5)
     [[ " ${ARGS[*]} " == *" --budget"* ]] || ARGS+=(--budget 1.0) ;;
   sweep) RUNNER=(bench/sweep/run_sweep.py) ;;
@@ -88,6 +96,9 @@ case $MODE in
   zoo) step "exporting models into bench/zoo/models (cached)"
     "$PY" bench/export_models.py --out bench/models --only null >&2
     "$PY" bench/zoo/export_zoo.py --out bench/zoo/models --only "${SELECTION#null,}" >&2 ;;
+  random) step "exporting seeded random networks into bench/random/models (cached)"
+    "$PY" bench/export_models.py --out bench/models --only null >&2
+    "$PY" bench/random/export_random.py --out bench/random/models --only "${SELECTION#null,}" >&2 ;;
   sweep) step "generating the sweep into bench/sweep/cases (cached)"
     "$PY" bench/export_models.py --out bench/models --only null >&2
     "$PY" bench/sweep/make_sweep.py --out bench/sweep/cases "$SELECTION" >&2 ;;

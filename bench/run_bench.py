@@ -31,11 +31,17 @@ EXTRA_MODELS = ["gemm1024"]
 ALL_MODELS = RATIO_MODELS + EXTRA_MODELS
 NULL = "null"
 ZOO_DIR = os.path.join(BENCH, "zoo", "models")
+RANDOM_DIR = os.path.join(BENCH, "random", "models")
 
 
 def suite(name):
     """What a suite measures and where it writes: the seven models (+ gemm1024), or the
     zoo (bench/zoo/export_zoo.py). The `null` model always comes from bench/models."""
+    if name == "random":
+        sys.path.insert(0, os.path.join(BENCH, "random"))
+        from export_random import RANDOM, is_random_name
+        return dict(dir=RANDOM_DIR, ratio=list(RANDOM), extra=[], md="RANDOM.md", json="random.json",
+                    title="ingot vs ONNX Runtime: seeded random networks", any_name=is_random_name)
     if name == "zoo":
         sys.path.insert(0, os.path.join(BENCH, "zoo"))
         from export_zoo import ZOO
@@ -483,7 +489,7 @@ def main():
     ap = argparse.ArgumentParser(
         prog="bench/run.sh",
         usage="bench/run.sh [--zoo] [--models a,b] [--rounds N] [--iterations N] [--budget S] [--peak GFLOPS]")
-    ap.add_argument("--suite", choices=("models", "zoo"), default="models")
+    ap.add_argument("--suite", choices=("models", "zoo", "random"), default="models")
     ap.add_argument("--models", default="")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iterations", type=int, default=0)
@@ -507,7 +513,9 @@ def main():
     st = suite(args.suite)
     known = st["ratio"] + st["extra"]
     names = [n.strip() for n in args.models.split(",") if n.strip()] or known
-    unknown = [n for n in names if n not in known + [NULL]]
+    # The random suite takes any FAMILY_SEED name (a held-out draw) besides its default set.
+    any_name = st.get("any_name", lambda n: False)
+    unknown = [n for n in names if n not in known + [NULL] and not any_name(n)]
     if unknown:
         ap.error("unknown model(s): " + ", ".join(unknown) + " (known: " + ", ".join(known) + ")")
     names = [NULL] + [n for n in names if n != NULL]   # the floor is always measured
@@ -537,12 +545,12 @@ def main():
         i, o = r.get("ingot"), r.get("ort")
         log(f"[{name}] ingot {us(i and i['median'])} µs, ORT {us(o and o['median'])} µs "
             f"({time.time() - t:.0f} s)")
-    summary = derive(results, peak, st["ratio"])
+    summary = derive(results, peak, st["ratio"] + [m for m in names if any_name(m) and m not in st["ratio"]])
     by = {r["model"]: r for r in results}
     elapsed = time.time() - t0
     load_after = os.getloadavg()
 
-    table_models = [m for m in names if m in st["ratio"]] + [m for m in names if m in st["extra"]]
+    table_models = [m for m in names if m in st["ratio"] or any_name(m)] + [m for m in names if m in st["extra"]]
     rows = [row(by[m], args.thread_counts) for m in table_models]
     cols = columns(args.thread_counts)
     lines = summary_lines(summary, peak, args.rounds, by)
