@@ -67,17 +67,20 @@ ConvGeometry conv_geometry(const Node& node) {
   }
   if (int64_t width = transposed_panel_width(node)) {
     // Weights stored transposed in panels (pack_weights): [ceil(OC / width), C * KH * KW,
-    // width]; `kernel_shape` keeps KH x KW.
+    // width]; `kernel_shape` keeps KH x KW (1-D: K).
     // [G * ceil(OCG / width), ICG * KH * KW, width] with groups.
     c.OC = node.attr_int("b_cols", 0);
     const std::vector<int64_t> ks = node.attr_ints("kernel_shape");
     const bool groups_fit = c.G > 0 && c.OC > 0 && c.OC % c.G == 0;
     c.OCG = groups_fit ? c.OC / c.G : 0;
-    if (w.size() != 3 || w[2] != width || x.size() != 4 || !groups_fit || w[0] != c.G * ((c.OCG + width - 1) / width) ||
-        ks.size() != 2 || ks[0] <= 0 || ks[1] <= 0 || w[1] % (ks[0] * ks[1]) != 0)
+    // A 1-D convolution (rank-3 input) keeps a one-element kernel_shape.
+    int64_t taps = 1;
+    for (int64_t k : ks) taps = k > 0 ? taps * k : 0;
+    if (w.size() != 3 || w[2] != width || (x.size() != 4 && x.size() != 3) || !groups_fit ||
+        w[0] != c.G * ((c.OCG + width - 1) / width) || ks.size() + 2 != x.size() || taps <= 0 || w[1] % taps != 0)
       fail("{}: transposed weight panels {} do not fit input {}", node.describe(), shape_str(w), shape_str(x));
     c.win = window_geometry(node, x, ks, false);
-    c.ICG = w[1] / (ks[0] * ks[1]);
+    c.ICG = w[1] / taps;
     if (x[1] != c.ICG * c.G) fail("{}: weights have {} input channels per group, input gives {}", node.describe(), c.ICG, x[1]);
     if (node.input(2) && node.inputs[2]->numel() != c.OC) fail("{}: bias has {} elements, expected {}", node.describe(), node.inputs[2]->numel(), c.OC);
     return c;

@@ -141,12 +141,16 @@ bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTra
   const Shape& w = node.inputs[1]->shape;
   const int64_t groups = node.attr_int("group", 1);
   // Depthwise (one input and one output channel per group) has kernels of its own.
-  if (x.size() != 4 || w.size() != 4 || groups < 1 || w[0] % groups != 0 || (w[1] == 1 && w[0] == groups)) return false;
+  // 1-D convolutions (rank 3) are windows of one row: only the tap-rectangles tile
+  // takes them below.
+  const bool one_d = x.size() == 3 && w.size() == 3;
+  if ((!one_d && (x.size() != 4 || w.size() != 4)) || groups < 1 || w[0] % groups != 0 || (w[1] == 1 && w[0] == groups))
+    return false;
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
   const ops::Window g = ops::conv_geometry(node).win;
   const int64_t pixels = g.OH * g.OW;
-  if (ops::is_pointwise_geometry(g)) return groups == 1 && w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
+  if (ops::is_pointwise_geometry(g)) return !one_d && groups == 1 && w[0] >= 16 && (pixels + 15) / 16 * 16 * 10 > pixels * 11;
   auto fill = [](int64_t n, int64_t block) { return static_cast<double>(n) / static_cast<double>((n + block - 1) / block * block); };
   const int64_t ocg = w[0] / groups;
   const ops::ConvStrategy otherwise = ops::choose_conv_strategy(node, target);
@@ -166,6 +170,7 @@ bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTra
   // group's outputs, so it weighs as 1 / OCG): 5x5 s2 d2 over 64 channels on 28x28
   // (fuller by 18%) ran 16% slower transposed.
   const ops::GemmTile tile = ops::gemm_tile_for(target.features, target.arch);
+  if (one_d && tile.conv_rects.empty()) return false;
   if (!tile.conv_taps_transposed.empty()) {
     // The transposed taps tile (AVX2) reads each pixel's window from padded planes in
     // place: no matrix to build, and every tile row is a real pixel. Its cost per k step
@@ -196,7 +201,7 @@ bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTra
     return ocg >= 16 && k >= 64 && (l2_bytes <= 0 || ct_bytes <= l2_bytes / 2) && taps_fill >= margin * other_fill;
   }
   // (Winograd's own question, asked with a margin, keeps the im2col rule below.)
-  if (!tile.conv_rects.empty() && l2_bytes > 0 && ocg >= 16 && w[1] >= 8 && beyond_l2_margin <= 0) {
+  if (!tile.conv_rects.empty() && l2_bytes > 0 && ocg >= (one_d ? 32 : 16) && w[1] >= 8 && beyond_l2_margin <= 0) {
     // The tap-rectangles tile (AVX-512) reads the unpadded planes in place and skips
     // every padding tap, so it does only the real multiply-adds: no matrix to build, no
     // junk columns. It pays while a column tile's C^T and one channel block of the
@@ -208,8 +213,12 @@ bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTra
     // 0.99-1.09.
     const int64_t kc = ops::rects_channel_block(w[1], width, target.l1d_bytes);
     const int64_t rect_bytes = 4 * (ops::transposed_tile_floats(g, width) + kc * g.H * g.W);
+    // A 1-D layer is one row of taps; with 16-24 outputs over 98-400 frames it ran
+    // 1.03-1.04 of the shifted and im2col time, hence 32 there (64-208 outputs over
+    // 32-64 frames: 0.79; kws_tcresnet 0.75).
     if (rect_bytes <= l2_bytes / 2) return true;
   }
+  if (one_d) return false;
   if (beyond_l2_margin <= 0)
     beyond_l2_margin = (target.features & INGOT_FEATURE_AVX512F) ? 1.5 : 1.15 + 24.0 / static_cast<double>(ocg);
   const bool beyond_l2_pays = transposed > beyond_l2_margin * usual;
@@ -245,9 +254,11 @@ void pack_weights(Graph& graph, int64_t panel_width, const ops::TargetTraits& ta
     }
     if (panel_width > 0 && wants_transposed_gemm(node, panel_width, target)) {
       const Tensor& w = *node.inputs[1]->constant;
-      const int64_t oc = w.shape[0], k = w.shape[1] * w.shape[2] * w.shape[3];
+      const std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());  // KH, KW (1-D: K)
+      int64_t k = w.shape[1];
+      for (int64_t extent : kernel) k *= extent;
+      const int64_t oc = w.shape[0];
       const int64_t groups = node.attr_int("group", 1), ocg = oc / groups, panels = (ocg + panel_width - 1) / panel_width;
-      const std::vector<int64_t> kernel{w.shape[2], w.shape[3]};
       // Each group's W_g^T [K, OCG] in panels, the groups one after another.
       Tensor packed(DType::F32, {groups * panels, k, panel_width});
       for (int64_t grp = 0; grp < groups; ++grp) {

@@ -311,14 +311,17 @@ TEST_P(WorkgroupSplitTest, GemmConvolutions) {
 // Tap rectangles (AVX-512 transposed convolutions over small planes): each tap only
 // over its valid output rectangle, read from the unpadded planes. Wide and dilated
 // kernels whose taps mostly meet padding, stride 2 with uneven pads, groups, batch 2,
-// output channels that leave a 16-wide edge column tile, and both epilogues; every
-// column tile is a workgroup.
+// output channels that leave a 16-wide edge column tile, both epilogues, and 1-D
+// convolutions (dilated, strided, grouped); every column tile is a workgroup.
 TEST_P(WorkgroupSplitTest, TapRectangles) {
   SplitCase k(940);
   k.conv({1, 40, 7, 7}, {64, 40, 5, 5}, {{"pads", I{4, 4, 4, 4}}, {"dilations", I{2, 2}}}, true, "Relu");
   k.conv({1, 24, 9, 8}, {100, 24, 7, 7}, {{"pads", I{3, 2, 3, 4}}}, true);
   k.conv({2, 32, 14, 13}, {48, 16, 3, 3}, {{"group", int64_t{2}}, {"strides", I{2, 2}}, {"pads", I{1, 0, 1, 2}}}, true, "Add");
   k.conv({1, 16, 12, 12}, {32, 16, 3, 5}, {{"strides", I{2, 1}}, {"pads", I{0, 2, 1, 2}}, {"dilations", I{1, 2}}}, false);
+  // 1-D convolutions: one row of taps (rank-3 input and weights).
+  k.conv({1, 40, 33}, {64, 40, 9}, {{"pads", I{4, 4}}}, true, "Relu");
+  k.conv({2, 24, 50}, {72, 12, 5}, {{"group", int64_t{2}}, {"strides", I{2}}, {"pads", I{2, 3}}, {"dilations", I{2}}}, true, "Add");
   const ops::TargetTraits traits = driver::target_traits(target::resolve(GetParam()));
   const int64_t width = tile().nr;
   SplitCase::Stats s = k.run(
@@ -330,9 +333,9 @@ TEST_P(WorkgroupSplitTest, TapRectangles) {
   if (!ops::gemm_tile_for(traits.features, traits.arch).conv_rects.empty()) {
     int rects = 0;
     for (const auto& n : k.graph().nodes()) rects += n->attr_string("strategy", "") == "transposed_rects";
-    EXPECT_EQ(rects, 4);
+    EXPECT_EQ(rects, 6);
   }
-  EXPECT_GE(s.split, 3);
+  EXPECT_GE(s.split, 5);
 }
 
 // Winograd F(4x4) and F(2x2): many tile blocks (split by block), one block on small
