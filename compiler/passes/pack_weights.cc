@@ -162,7 +162,9 @@ bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTra
                               : pixels;
   const double usual = static_cast<double>(pixels) / static_cast<double>((columns + width - 1) / width * width);
   const double transposed = fill(pixels, 8) * fill(ocg, width);
-  const int64_t im2col_bytes = 4 * w[1] * w[2] * w[3] * pixels;
+  int64_t k = w[1];  // im2col rows: ICG x the kernel's taps (1-D: one extent)
+  for (size_t d = 2; d < w.size(); ++d) k *= w[d];
+  const int64_t im2col_bytes = 4 * k * pixels;
   // Past half the L2, every column tile reads the matrix again from the L3: that pays
   // when the transposed tiles are fuller by a margin that grows with the tile's FMA
   // rate (AVX-512 tiles do twice the work per byte read of AVX2 ones).
@@ -195,7 +197,6 @@ bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTra
     // (ResNet's 3x3 stride-2 layers on 28x28 and 14x14 outputs ran 0.96 and 0.88 of it
     // transposed, at 0.94 and 1.0 of its fill).
     const double other_fill = usual * fill(ocg, tile.mr) * (otherwise == ops::ConvStrategy::kIm2colGemm ? 0.9 : 1.0);
-    const int64_t k = w[1] * w[2] * w[3];
     const int64_t ct_bytes = 4 * ops::transposed_tile_floats(g, width);
     const double margin = beyond_l2_margin > 0 ? beyond_l2_margin : 1.0;
     return ocg >= 16 && k >= 64 && (l2_bytes <= 0 || ct_bytes <= l2_bytes / 2) && taps_fill >= margin * other_fill;
