@@ -86,7 +86,7 @@ Value* bias_or_zeros(Graph& graph, Node& conv) {
 // convolution before a depthwise (the stem) takes the expand's place the same way. The expand and
 // depthwise activations travel as attributes, the project's epilogue (a residual Add)
 // as the block's epilogue.
-void fuse_inverted_residuals(Graph& graph) {
+void fuse_inverted_residuals(Graph& graph, int64_t min_intermediate_bytes) {
   // The chain [expand,] depthwise, project becomes one node in the chain's first place,
   // taking the project's output and epilogue.
   auto replace_chain = [&](std::vector<Node*> chain, std::vector<Value*> inputs, ops::Attrs attrs) {
@@ -122,6 +122,7 @@ void fuse_inverted_residuals(Graph& graph) {
     if (!dw || !depthwise3x3(*dw, stride) || !simple_activation(*dw)) continue;
     Node* project = only_user(graph, dw->outputs[0]);
     if (!project || !pointwise(*project) || !operands_ready(*project, *expand)) continue;
+    if (static_cast<int64_t>(expand->outputs[0]->byte_size()) < min_intermediate_bytes) continue;
     ops::Attrs attrs{{"stride", stride}};
     if (!pointwise(*expand)) {
       const Shape& w = expand->inputs[1]->shape;
@@ -145,6 +146,7 @@ void fuse_inverted_residuals(Graph& graph) {
     if (graph.position(dw) < 0 || !depthwise3x3(*dw, stride) || !simple_activation(*dw)) continue;
     Node* project = only_user(graph, dw->outputs[0]);
     if (!project || !pointwise(*project) || !operands_ready(*project, *dw)) continue;
+    if (static_cast<int64_t>(dw->outputs[0]->byte_size()) < min_intermediate_bytes) continue;
     ops::Attrs attrs{{"stride", stride}, {"expand", int64_t{0}}};
     copy_activation(*dw, attrs, "dw_");
     replace_chain({dw, project},

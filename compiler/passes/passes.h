@@ -48,7 +48,9 @@ void winograd_weights(Graph& graph, const ops::TargetTraits& target = {});
 void fuse_epilogues(Graph& graph);
 // MobileNet's expand → depthwise → project chains → one InvertedResidual node computed
 // band by band (after fuse_epilogues; AVX-512 targets).
-void fuse_inverted_residuals(Graph& graph);
+// Blocks whose intermediate (the expanded, or depthwise, tensor) holds fewer than
+// |min_intermediate_bytes| stay unfused: it stays in cache anyway.
+void fuse_inverted_residuals(Graph& graph, int64_t min_intermediate_bytes = 0);
 // Records each Conv's strategy (attribute `strategy`) for |target|: the one value its
 // lowering and scratch size read.
 void choose_strategies(Graph& graph, const ops::TargetTraits& target);

@@ -562,6 +562,33 @@ TEST(KernelTest, InvertedResidualBlocks) {
   EXPECT_EQ(dispatch_count(c.plan), 10u);
 }
 
+// A block whose expanded tensor is below the pass's bound stays three dispatches (its
+// intermediate stays in cache anyway); a larger one still fuses. Both match.
+TEST(KernelTest, InvertedResidualBoundKeepsSmallBlocksUnfused) {
+  if (!testing::host_can_run("x86_64-avx512")) GTEST_SKIP() << "this CPU cannot run AVX-512 code";
+  KernelCase k(496);
+  auto block = [&](Value* x, int64_t c, int64_t e) {
+    Node* ex = k.inner("Conv", {x, k.weight({e, c, 1, 1}), k.weight({e})});
+    Node* ea = k.inner("Relu", {ex->outputs[0]});
+    Node* dw = k.inner("Conv", {ea->outputs[0], k.weight({e, 1, 3, 3}), k.weight({e})}, {{"group", e}, {"pads", I{1, 1, 1, 1}}});
+    Node* da = k.inner("Relu", {dw->outputs[0]});
+    k.output(k.inner("Conv", {da->outputs[0], k.weight({c, e, 1, 1}), k.weight({c})})->outputs[0]);
+  };
+  block(k.input({1, 8, 25, 5}), 8, 64);     // expanded: 32 KB
+  block(k.input({1, 16, 40, 33}), 16, 96);  // expanded: 507 KB
+  testing::Compiled c = k.run(
+      [](Graph& g) {
+        passes::fuse_epilogues(g);
+        passes::fuse_inverted_residuals(g, 128 * 1024);
+        passes::eliminate_dead_code(g);
+      },
+      "x86_64-avx512");
+  int blocks = 0;
+  for (const auto& n : k.graph().nodes()) blocks += n->op_type == "InvertedResidual";
+  EXPECT_EQ(blocks, 1);
+  EXPECT_EQ(dispatch_count(c.plan), 4u);
+}
+
 // Winograd F(4x4, 3x3) (small weights or big images) and F(2x2, 3x3) (big weights on
 // small images) on every x86-64 tile, with the GEMMs transposed on images of few tiles
 // where the target's tile is wide: odd and even outputs (partial edge
