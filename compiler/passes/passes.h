@@ -49,7 +49,7 @@ void fuse_epilogues(Graph& graph);
 // MobileNet's expand → depthwise → project chains → one InvertedResidual node computed
 // band by band (after fuse_epilogues; AVX-512 targets).
 // Blocks whose intermediate (the expanded, or depthwise, tensor) holds fewer than
-// |min_intermediate_bytes| stay unfused: it stays in cache anyway.
+// |min_intermediate_bytes| stay unfused: the unfused chain is faster there.
 void fuse_inverted_residuals(Graph& graph, int64_t min_intermediate_bytes = 0);
 // Records each Conv's strategy (attribute `strategy`) for |target|: the one value its
 // lowering and scratch size read.
