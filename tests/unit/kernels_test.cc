@@ -500,6 +500,24 @@ TEST_P(GemmKernelTest, TransposedConvAnyKernel) {
   if (tile.nr > 16) { EXPECT_GE(transposed, 1); }
 }
 
+// The pipeline the fused-block tests run: epilogues, then block fusion with
+// |min_intermediate_bytes| as the pass's bound, on the AVX-512 tile.
+testing::Compiled compile_with_block_fusion(KernelCase& k, int64_t min_intermediate_bytes) {
+  return k.run(
+      [min_intermediate_bytes](Graph& g) {
+        passes::fuse_epilogues(g);
+        passes::fuse_inverted_residuals(g, min_intermediate_bytes);
+        passes::eliminate_dead_code(g);
+      },
+      "x86_64-avx512");
+}
+
+int fused_block_count(KernelCase& k) {
+  int blocks = 0;
+  for (const auto& n : k.graph().nodes()) blocks += n->op_type == "InvertedResidual";
+  return blocks;
+}
+
 // MobileNet blocks fused into one banded InvertedResidual dispatch (AVX-512 host
 // only): stride 1 with a residual Add, stride 2 on odd and even sizes, channel counts
 // off the tile sizes, ReLU and Clip activations, images tall enough for several bands
@@ -549,21 +567,13 @@ TEST(KernelTest, InvertedResidualBlocks) {
     Node* da = k.inner("Relu", {dw->outputs[0]});
     k.output(k.inner("Conv", {da->outputs[0], k.weight({16, 32, 1, 1}), k.weight({16})})->outputs[0]);
   }
-  testing::Compiled c = k.run(
-      [](Graph& g) {
-        passes::fuse_epilogues(g);
-        passes::fuse_inverted_residuals(g);
-        passes::eliminate_dead_code(g);
-      },
-      "x86_64-avx512");
-  int blocks = 0;
-  for (const auto& n : k.graph().nodes()) blocks += n->op_type == "InvertedResidual";
-  EXPECT_EQ(blocks, 10);
+  testing::Compiled c = compile_with_block_fusion(k, 0);
+  EXPECT_EQ(fused_block_count(k), 10);
   EXPECT_EQ(dispatch_count(c.plan), 10u);
 }
 
-// A block whose expanded tensor is below the pass's bound stays three dispatches (its
-// intermediate stays in cache anyway); a larger one still fuses. Both match.
+// A block whose expanded tensor is below the pass's bound stays three dispatches (the
+// unfused chain is faster there); a larger one still fuses. Both match.
 TEST(KernelTest, InvertedResidualBoundKeepsSmallBlocksUnfused) {
   if (!testing::host_can_run("x86_64-avx512")) GTEST_SKIP() << "this CPU cannot run AVX-512 code";
   KernelCase k(496);
@@ -576,16 +586,8 @@ TEST(KernelTest, InvertedResidualBoundKeepsSmallBlocksUnfused) {
   };
   block(k.input({1, 8, 25, 5}), 8, 64);     // expanded: 32 KB
   block(k.input({1, 16, 40, 33}), 16, 96);  // expanded: 507 KB
-  testing::Compiled c = k.run(
-      [](Graph& g) {
-        passes::fuse_epilogues(g);
-        passes::fuse_inverted_residuals(g, 128 * 1024);
-        passes::eliminate_dead_code(g);
-      },
-      "x86_64-avx512");
-  int blocks = 0;
-  for (const auto& n : k.graph().nodes()) blocks += n->op_type == "InvertedResidual";
-  EXPECT_EQ(blocks, 1);
+  testing::Compiled c = compile_with_block_fusion(k, 128 * 1024);
+  EXPECT_EQ(fused_block_count(k), 1);
   EXPECT_EQ(dispatch_count(c.plan), 4u);
 }
 
