@@ -171,7 +171,10 @@ void compile(const CompileOptions& options) {
   auto t2 = Clock::now();
   codegen::CSource source = codegen::generate_c(plan, target, options.workers);
   auto t3 = Clock::now();
-  for (size_t s = 0; s < plan.steps.size(); ++s) plan.steps[s].wg_first = source.step_wg_first[s];
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    plan.steps[s].wg_first = source.step_wg_first[s];
+    plan.steps[s].wg_weights = source.step_wg_weights[s];
+  }
   schedule::partition_workers(plan, source.step_workgroups, options.workers, cost_model(target));
   if (options.workers > 1 && plan.worker_count == 1) {
     // Several workers would not pay: compile exactly as for one, so that nothing chosen

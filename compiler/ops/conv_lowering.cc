@@ -53,6 +53,9 @@ std::string lower_transposed_rects(LoweringContext& ctx, const ConvGeometry& c, 
   // Few column tiles (a layer of few outputs, one image): the output rows split into
   // blocks too, so such a layer still spreads over up to 4 workers. Every pixel's sum
   // runs in the same order in any block, so the bits do not depend on the split.
+  // (Splitting the rows of every tile so that two workers can meet inside one, where
+  // 11 tiles share out as 5 + 6, ran no faster: each row block reads the tile's W^T
+  // panel again.)
   const int64_t row_blocks = std::clamp<int64_t>((4 + g.N * c.G * col_tiles - 1) / (g.N * c.G * col_tiles), 1, g.OH);
   auto block_row = [&](int64_t b) { return b * g.OH / row_blocks; };
   auto column_tile = [&](int64_t nr) {
@@ -84,6 +87,13 @@ std::string lower_transposed_rects(LoweringContext& ctx, const ConvGeometry& c, 
   if (edge > 0) tiles += fmt::format("      if (j == {}) {{\n{}      }}\n", full_tiles, column_tile(edge));
   const int64_t units = col_tiles * row_blocks;
   ctx.wg_count = g.N * c.G * units;
+  // A workgroup's work: its column tile's (the last one narrower) times its rows' pixels.
+  ctx.wg_weights.clear();
+  if (ctx.wg_count > 1)
+    for (int64_t i = 0; i < g.N * c.G; ++i)
+      for (double cols : tile_weights(c.OCG, width))
+        for (int64_t b = 0; b < row_blocks; ++b)
+          ctx.wg_weights.push_back(cols * tiles_work((block_row(b + 1) - block_row(b)) * g.OW, tile.mr));
   const std::string lo = ctx.wg_count == 1 ? "0" : "lo", hi = ctx.wg_count == 1 ? std::to_string(units) : "hi";
   return fmt::format(
       "  static const int32_t rects[{T5}] = {{{table}}};\n"
@@ -202,6 +212,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   const int64_t units = gemm_split_units(loops.split, HW, c.OCG, tile);
   ctx.wg_count = g.N * c.G * units;
   if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
+  else ctx.wg_weights = gemm_split_weights(loops.split, HW, c.OCG, tile, g.N * c.G);
   // Bias (per column here) and an activation-only epilogue run on the tile in scratch,
   // a vector of channels at a time (GemmTile::bias_act); the transposed store then copies.
   std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile);
@@ -333,6 +344,20 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
   const int64_t panels = g.N * blocks >= 4 && ctx.workers <= 1 ? 1 : transposed ? oc_tiles : (c.OC + tile.mr - 1) / tile.mr;
   const int64_t oc_step = transposed ? tile.nr : tile.mr;
   ctx.wg_count = std::max<int64_t>(1, g.N * blocks * panels);
+  // A workgroup's work: its block's tiles times its panel's channels, each as GEMM
+  // tiles (a short last block or panel still pays for a tile's loads).
+  ctx.wg_weights.clear();
+  if (ctx.wg_count > 1) {
+    const int64_t full_blocks = p.T / p.TB;
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t bi = 0; bi < blocks; ++bi)
+        for (int64_t pi = 0; pi < panels; ++pi) {
+          const int64_t tb = bi < full_blocks ? p.TB : p.T - full_blocks * p.TB;
+          const int64_t oc = panels == 1 ? c.OC : std::min(oc_step, c.OC - pi * oc_step);
+          ctx.wg_weights.push_back(transposed ? tiles_work(tb, tile.mr) * tiles_work(oc, tile.nr)
+                                              : tiles_work(oc, tile.mr) * tiles_work(tb, tile.nr));
+        }
+  }
   const std::string oc_range =
       panels > 1 ? fmt::format("oc = lo * {mr}, oc1 = hi * {mr} < {OC} ? hi * {mr} : {OC}; oc < oc1", fmt::arg("mr", oc_step),
                                fmt::arg("OC", c.OC))
@@ -569,6 +594,7 @@ std::string emit_taps_gemm(LoweringContext& ctx, const ConvGeometry& c, const Ta
   const int64_t units = gemm_split_units(loops.split, c.OCG, planes.Np, tile);
   ctx.wg_count = g.N * c.G * units;
   if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
+  else ctx.wg_weights = gemm_split_weights(loops.split, c.OCG, planes.Np, tile, g.N * c.G);
   // A part that splits the columns (output pixels, numbered in plane width) builds
   // only the plane rows its column tiles read: output rows n0 / width on, each reading
   // row_span rows, plus one below (a valid pixel's rightmost taps run into the next
@@ -711,6 +737,7 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
   const int64_t units = gemm_split_units(loops.split, c.OCG, HW, tile);
   ctx.wg_count = g.N * c.G * units;
   if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
+  else ctx.wg_weights = gemm_split_weights(loops.split, c.OCG, HW, tile, g.N * c.G);
   const std::string bias = node.input(2) ? fmt::format(" + {}[oc]", ctx.in[2]) : "";
   std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile, /*allow_residual=*/true);
   std::string residual_base;

@@ -229,14 +229,10 @@ WinogradPlan winograd_plan(const Node& node, const ConvGeometry& c) {
   int64_t xis = p.alpha * p.alpha;
   const int64_t l2_floats = std::max<int64_t>(node.attr_int("l2_bytes", 1 << 20), 64 * 1024) / 4;
   int64_t fit = l2_floats * 3 / 4 / (xis * (c.ICG + c.OC) * 48);
+  // The same for any worker count: a short last block is weighted by its work when
+  // parts are sized (lower_conv_winograd), and equal blocks of 40 (196 tiles over 5)
+  // ran their 48-wide GEMM tiles 5/6 full: 1.2x the time per tile.
   p.TB = p.T <= 96 ? p.T : 48 * std::clamp<int64_t>(fit, 1, 4);
-  // Compiled for several workers (attribute `workers`), blocks of equal size: parts
-  // are sized by workgroup count, and 196 tiles as 96 + 96 + 4 gave one of two workers
-  // three quarters of the GEMMs. The blocks' narrower edge tiles cost less than that.
-  if (node.attr_int("workers", 1) > 1) {
-    const int64_t blocks = (p.T + p.TB - 1) / p.TB;
-    p.TB = (p.T + blocks - 1) / blocks;
-  }
   p.TBp = p.TB + 4;  // INGOT_WINOGRAD_SPARE
   p.xp_floats = (p.m * g.C * p.Hp * p.Wq + 15) / 16 * 16;
   p.v_floats = xis * c.ICG * p.TBp;

@@ -138,18 +138,17 @@ namespace {
 
 // The largest part's share of the work over the mean part's, when |units| tiles (each
 // |width| wide, the last one |extent| mod |width|) go to |workers| contiguous parts by
-// count, as partition_workers splits them. A tile costs its width plus |fixed| (what
-// a narrow tile still pays: the other operand's loads).
-double split_imbalance(int64_t extent, int64_t width, uint32_t workers, double fixed) {
+// count (tile_weights: a tile costs its width plus what a narrow tile still pays).
+double split_imbalance(int64_t extent, int64_t width, uint32_t workers) {
   const int64_t units = (extent + width - 1) / width;
   if (units < static_cast<int64_t>(workers))
     return static_cast<double>(workers) / static_cast<double>(std::max<int64_t>(units, 1));
-  auto cost = [&](int64_t u) { return static_cast<double>(std::min(width, extent - u * width)) + fixed; };
+  const std::vector<double> cost = tile_weights(extent, width);
   double total = 0, largest = 0;
-  for (int64_t u = 0; u < units; ++u) total += cost(u);
+  for (double c : cost) total += c;
   for (uint32_t w = 0; w < workers; ++w) {
     double part = 0;
-    for (int64_t u = units * w / workers; u < units * (w + 1) / workers; ++u) part += cost(u);
+    for (int64_t u = units * w / workers; u < units * (w + 1) / workers; ++u) part += cost[u];
     largest = std::max(largest, part);
   }
   return largest / (total / workers);
@@ -163,11 +162,54 @@ GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& t, uint32_t wo
   if (workers <= 1) return usual;
   // A narrow column tile still runs every row's broadcasts; a short row panel still
   // loads its B vectors: about a third of a full tile's work either way.
-  const double by_columns = split_imbalance(N, t.nr, workers, t.nr / 3.0);
-  const double by_rows = split_imbalance(M, t.mr, workers, t.mr / 3.0);
+  const double by_columns = split_imbalance(N, t.nr, workers);
+  const double by_rows = split_imbalance(M, t.mr, workers);
   if (by_columns < by_rows - 0.03) return GemmSplit::kColumns;
   if (by_rows < by_columns - 0.03) return GemmSplit::kRows;
   return usual;
+}
+
+std::vector<double> tile_weights(int64_t extent, int64_t width) {
+  std::vector<double> w;
+  for (int64_t at = 0; at < extent; at += width) w.push_back(static_cast<double>(std::min(width, extent - at)) + width / 3.0);
+  return w;
+}
+
+std::vector<double> gemm_split_weights(GemmSplit split, int64_t M, int64_t N, const GemmTile& t, int64_t repeats) {
+  if (split == GemmSplit::kNone) return {};
+  const std::vector<double> one = split == GemmSplit::kColumns ? tile_weights(N, t.nr) : tile_weights(M, t.mr);
+  std::vector<double> all;
+  for (int64_t r = 0; r < repeats; ++r) all.insert(all.end(), one.begin(), one.end());
+  return all;
+}
+
+double weighted_split_imbalance(const std::vector<double>& weights, uint32_t workers) {
+  const size_t K = weights.size();
+  if (workers <= 1 || K == 0) return 1.0;
+  std::vector<double> done(K + 1, 0.0);
+  for (size_t k = 0; k < K; ++k) done[k + 1] = done[k] + weights[k];
+  const double total = done[K];
+  if (total <= 0) return 1.0;
+  double largest = 0;
+  size_t begin = 0;
+  for (uint32_t w = 1; w <= workers; ++w) {
+    size_t end = K;
+    if (w < workers) {
+      const double want = total * w / workers;
+      end = begin;
+      for (size_t k = begin + 1; k <= K; ++k)
+        if (std::abs(done[k] - want) <= std::abs(done[end] - want)) end = k;
+    }
+    largest = std::max(largest, done[end] - done[begin]);
+    begin = end;
+  }
+  return largest / (total / workers);
+}
+
+double tiles_work(int64_t extent, int64_t width) {
+  double sum = 0;
+  for (double w : tile_weights(extent, width)) sum += w;
+  return sum;
 }
 
 int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& t) {

@@ -134,6 +134,20 @@ int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes, int64_t
 GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& tile, uint32_t workers = 1);
 // Tiles along |split| (column tiles or row panels, edge tile included); 1 for kNone.
 int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& tile);
+// The work of the |width|-wide tiles covering |extent| (the last one narrower), in
+// units of one column or row: a narrow tile still runs every broadcast or B load of a
+// full one, about a third of its work, so each tile costs its width plus width / 3.
+double tiles_work(int64_t extent, int64_t width);
+// The work of each of those tiles, in order (LoweringContext::wg_weights).
+std::vector<double> tile_weights(int64_t extent, int64_t width);
+// The work of each workgroup of a GEMM split along |split|, its tiles repeated for
+// |repeats| GEMMs (images, groups, batches) numbered one after another; empty when
+// the GEMM does not split.
+std::vector<double> gemm_split_weights(GemmSplit split, int64_t M, int64_t N, const GemmTile& tile, int64_t repeats = 1);
+// The largest part's work over the mean part's when workgroups of these |weights| go
+// to |workers| contiguous parts, each ending where the work so far comes closest to
+// its share (as partition_workers cuts them on workers free at the same time).
+double weighted_split_imbalance(const std::vector<double>& weights, uint32_t workers);
 
 // C statements that clip the kernel's range [wg_begin, wg_end) to the |count|
 // workgroups numbered from |first| (a C expression): `const int64_t lo, hi` become

@@ -174,6 +174,7 @@ std::string lower_gemm(LoweringContext& ctx) {
     const int64_t units = gemm_split_units(loops.split, g.M, g.N, tile);
     ctx.wg_count = units;
     if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
+    else ctx.wg_weights = gemm_split_weights(loops.split, g.M, g.N, tile);
     return "  do {\n" + workgroup_window(ctx.wg_count, "0", units, "break;", "  ") + emit_gemm_loops(loops, tile) + "  } while (0);\n";
   }
   std::string rows4 = g.trans_b ? "" : fmt::format(
@@ -298,6 +299,7 @@ std::string lower_matmul(LoweringContext& ctx) {
   const int64_t units = gemm_split_units(loops.split, g.M, g.N, tile);
   ctx.wg_count = num_elements(g.batch) * units;
   if (ctx.wg_count == 1) loops.split = GemmSplit::kNone;
+  else ctx.wg_weights = gemm_split_weights(loops.split, g.M, g.N, tile, num_elements(g.batch));
   if (ctx.epilogue) {
     loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
       return fmt::format(

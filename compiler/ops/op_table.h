@@ -73,6 +73,10 @@ struct LoweringContext {
   // reduction. A part gets its own scratch, so it prepares whatever it reads there.
   // 1: the body ignores the range and the dispatch runs as [0, 1).
   int64_t wg_count = 1;
+  // What each workgroup costs relative to the others, when they differ (a narrower edge
+  // tile, a short last block): wg_count entries, so the partition splits the work, not
+  // the count, evenly. Empty: all cost the same.
+  std::vector<double> wg_weights{};
   // When workgroup w of a split lowering covers exactly the flat output elements
   // [w * wg_elements, (w + 1) * wg_elements) (channel planes, rows), the lowering may
   // leave the epilogue to codegen's sweep, which then covers the same elements. 0:

@@ -44,6 +44,7 @@ struct PlanStep {
   uint64_t scratch_part_bytes = 0; // one part's scratch (the value holds one per part)
   int64_t workgroups = 1;          // DISPATCH: independent output tiles (codegen)
   int64_t wg_first = 0;            // the first of them in the kernel's numbering
+  std::vector<double> wg_weights;  // each one's relative cost (codegen); empty: equal
   std::vector<StepPart> parts;     // where it runs; one whole part on worker 0 by default
   // A node computed in phases (ops::OpDef::phases) is one step per phase, in order,
   // all binding the same values; their parts share the scratch (it carries state).

@@ -1,6 +1,7 @@
 #include "compiler/schedule/streams.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -272,6 +273,22 @@ double step_cost_us(const Plan& plan, size_t s, const CostModel& cost) {
   return cost.step_us + flops / (gflops * 1e3) + static_cast<double>(step_bytes(step)) / (cost.gbytes_per_s * 1e3);
 }
 
+namespace {
+
+// The share of a step's work in its workgroups [0, k), for k = 0 .. K: by their
+// weights from codegen, or by count when it gave none (they cost the same).
+std::vector<double> work_before(const PlanStep& step) {
+  const int64_t K = step.workgroups;
+  const bool weighted = static_cast<int64_t>(step.wg_weights.size()) == K;
+  std::vector<double> done(K + 1, 0.0);
+  for (int64_t k = 0; k < K; ++k) done[k + 1] = done[k] + (weighted ? std::max(0.0, step.wg_weights[k]) : 1.0);
+  const double total = done[K];
+  for (double& d : done) d = total > 0 ? d / total : 0.0;
+  return done;
+}
+
+}  // namespace
+
 void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint32_t workers, const CostModel& cost) {
   if (workers == 0 || workers > INGOT_MAX_WORKERS) fail("--workers must be 1 to {}, got {}", INGOT_MAX_WORKERS, workers);
   const size_t S = plan.steps.size();
@@ -360,19 +377,28 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
         F = (c + (used - 1) * cost.sync_us + sum) / used;
       }
       if (used >= 2 && F + 1e-9 < start[order[0]] + c) {
-        // Workgroups in worker order, cumulative rounding so the ranges tile [0, K).
+        // Workgroups in worker order, each range ending where the work done so far
+        // (the workgroups' weights when they differ) comes closest to the workers'
+        // cumulative share, so the ranges tile [0, K).
         std::vector<uint32_t> by_worker(order.begin(), order.begin() + used);
         std::sort(by_worker.begin(), by_worker.end());
         double total = 0;
         for (uint32_t w : by_worker) total += std::max(0.0, F - start[w]);
+        const std::vector<double> done = work_before(step);
         std::vector<StepPart> parts;
         double acc = 0;
         int64_t begin = 0;
         for (uint32_t w : by_worker) {
           acc += std::max(0.0, F - start[w]);
-          const int64_t end = w == by_worker.back() ? K : std::clamp<int64_t>(std::llround(acc / total * K), begin, K);
+          int64_t end = K;
+          if (w != by_worker.back()) {
+            const double want = acc / total;
+            end = begin;
+            for (int64_t k = begin + 1; k <= K; ++k)
+              if (std::abs(done[k] - want) <= std::abs(done[end] - want)) end = k;  // ties: the later one
+          }
           if (end > begin) {
-            const double share = static_cast<double>(end - begin) / static_cast<double>(K);
+            const double share = done[end] - done[begin];
             parts.push_back(StepPart{w, static_cast<uint32_t>(step.wg_first + begin), static_cast<uint32_t>(step.wg_first + end),
                                      static_cast<uint32_t>(parts.size()), start[w], start[w] + share * c});
           }

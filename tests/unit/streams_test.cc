@@ -110,5 +110,34 @@ TEST(StreamsTest, OneWorkerPlansHaveNoSyncs) {
   EXPECT_TRUE(verify_syncs(tasks, s).empty());
 }
 
+// partition_workers sizes the parts of a split step by work, not by workgroup count,
+// when codegen says what each workgroup costs: ten workgroups whose last five cost
+// three times the first five split after the seventh (5 + 2 * 3 = 11 of 20 before
+// the cut, against 5 of 20 by count), and by count without weights.
+TEST(StreamsTest, SplitStepsFollowTheirWorkgroupWeights) {
+  Graph g;
+  g.name = "weights";
+  g.opset = 13;
+  Value* x = testing::add_input(g, "x", {1, 64, 56, 56});
+  Value* w = g.add_constant("w", testing::random_f32({64, 64, 3, 3}, 1));
+  Node* conv = testing::add_op(g, "Conv", {x, w}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  g.outputs.push_back(conv->outputs[0]);
+  auto cut = [&](std::vector<double> weights) {
+    Plan plan = order_steps(g);
+    size_t s = 0;
+    while (plan.steps[s].kind != INGOT_STEP_DISPATCH) ++s;
+    plan.steps[s].wg_weights = std::move(weights);
+    std::vector<int64_t> workgroups(plan.steps.size(), 1);
+    workgroups[s] = 10;
+    partition_workers(plan, workgroups, 2, CostModel{});
+    const std::vector<StepPart>& parts = plan.steps[s].parts;
+    EXPECT_EQ(parts.size(), 2u);
+    return parts.empty() ? 0u : parts[0].wg_end;
+  };
+  EXPECT_EQ(cut({1, 1, 1, 1, 1, 3, 3, 3, 3, 3}), 7u);
+  EXPECT_EQ(cut({}), 5u);
+  EXPECT_EQ(cut({3, 3, 3, 3, 3, 1, 1, 1, 1, 1}), 3u);
+}
+
 }  // namespace
 }  // namespace ingot::schedule

@@ -144,7 +144,10 @@ inline Compiled compile_graph(const Graph& graph, const std::string& target_name
   if (workers > 1) {
     c.plan = schedule::order_steps(graph);
     c.source = codegen::generate_c(c.plan, target, workers);
-    for (size_t s = 0; s < c.plan.steps.size(); ++s) c.plan.steps[s].wg_first = c.source.step_wg_first[s];
+    for (size_t s = 0; s < c.plan.steps.size(); ++s) {
+      c.plan.steps[s].wg_first = c.source.step_wg_first[s];
+      c.plan.steps[s].wg_weights = c.source.step_wg_weights[s];
+    }
     schedule::partition_workers(c.plan, c.source.step_workgroups, workers, cost ? *cost : driver::cost_model(target));
     schedule::place_storage(c.plan, graph);
     schedule::place_plan_syncs(c.plan);

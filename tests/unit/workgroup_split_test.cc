@@ -284,6 +284,21 @@ TEST(GemmSplitTest, BalancesTheAxisOverWorkers) {
   EXPECT_EQ(ops::choose_gemm_split(96, 196, t, 3), ops::GemmSplit::kRows);
 }
 
+// What the partition knows of uneven workgroups: 512 columns in 48-wide tiles are ten
+// full tiles and a 32-wide one, which still costs two thirds of a full tile's work
+// plus the loads it shares; eleven such tiles over two workers can do no better
+// than 5 + 6 (7% over the mean), where twelve full tiles split evenly.
+TEST(GemmSplitTest, TileWeightsCountANarrowTilesWork) {
+  const std::vector<double> w = ops::tile_weights(512, 48);
+  ASSERT_EQ(w.size(), 11u);
+  EXPECT_DOUBLE_EQ(w[0], 64.0);
+  EXPECT_DOUBLE_EQ(w[10], 48.0);
+  EXPECT_DOUBLE_EQ(ops::tiles_work(512, 48), 688.0);
+  EXPECT_NEAR(ops::weighted_split_imbalance(w, 2), 368.0 / 344.0, 1e-12);
+  EXPECT_DOUBLE_EQ(ops::weighted_split_imbalance(ops::tile_weights(576, 48), 2), 1.0);
+  EXPECT_DOUBLE_EQ(ops::weighted_split_imbalance(w, 1), 1.0);
+}
+
 TEST_P(WorkgroupSplitTest, GemmConvolutions) {
   SplitCase k(900);
   k.conv({1, 16, 56, 56}, {24, 16, 1, 1}, {}, true, "Relu");

@@ -19,6 +19,7 @@ struct Body {
   std::string name;
   int64_t workgroups = 1;
   std::vector<int64_t> phase_workgroups;  // an op in phases: each phase's count
+  std::vector<double> wg_weights;         // per workgroup, when they differ
 };
 
 Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target, uint32_t workers,
@@ -129,6 +130,8 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
   }
   std::string body = def->lower(ctx);
   if (ctx.wg_count < 1) fail("{}: lowering asked for {} workgroups", node.describe(), ctx.wg_count);
+  if (!ctx.wg_weights.empty() && static_cast<int64_t>(ctx.wg_weights.size()) != ctx.wg_count)
+    fail("internal error: {}: {} workgroup weights for {} workgroups", node.describe(), ctx.wg_weights.size(), ctx.wg_count);
   if (ctx.has_epilogue && !ctx.epilogue_applied) {
     std::optional<std::string> sweep;
     if (ctx.wg_count == 1) sweep = sweep_epilogue("out0", 0);
@@ -139,6 +142,7 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
       // workgroup, then the whole sweep.
       body = fmt::format("  wg_begin = 0;\n  wg_end = {};\n", ctx.wg_count) + body;
       ctx.wg_count = 1;
+      ctx.wg_weights.clear();
       sweep = sweep_epilogue("out0", 0);
     }
     body += *sweep;
@@ -152,7 +156,7 @@ Body emit_dispatch(const schedule::PlanStep& step, const target::Target& target,
     if (static_cast<int>(ctx.phase_workgroups.size()) != step.phase_count || sum != ctx.wg_count || ctx.has_epilogue)
       fail("internal error: {}: its lowering's phases do not match the plan's {}", node.describe(), step.phase_count);
   }
-  return {prologue + body, name, ctx.wg_count, ctx.phase_workgroups};
+  return {prologue + body, name, ctx.wg_count, ctx.phase_workgroups, ctx.phase_workgroups.empty() ? ctx.wg_weights : std::vector<double>{}};
 }
 
 }  // namespace
@@ -168,6 +172,7 @@ CSource generate_c(const schedule::Plan& plan, const target::Target& target, uin
       src.step_kernel.push_back(-1);
       src.step_workgroups.push_back(1);
       src.step_wg_first.push_back(0);
+      src.step_wg_weights.emplace_back();
       continue;
     }
     if (step.phase == 0 || body_node != step.node) body = emit_dispatch(step, target, workers, src.headers);
@@ -189,9 +194,11 @@ CSource generate_c(const schedule::Plan& plan, const target::Target& target, uin
       for (int p = 0; p < step.phase; ++p) first += body.phase_workgroups[p];
       src.step_workgroups.push_back(body.phase_workgroups[step.phase]);
       src.step_wg_first.push_back(first);
+      src.step_wg_weights.emplace_back();
     } else {
       src.step_workgroups.push_back(body.workgroups);
       src.step_wg_first.push_back(0);
+      src.step_wg_weights.push_back(body.wg_weights);
     }
   }
   std::string includes;

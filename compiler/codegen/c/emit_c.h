@@ -30,6 +30,9 @@ struct CSource {
   // Per plan step: its first workgroup in the kernel's numbering (a phase of a phased
   // node starts where the one before it ends; 0 otherwise).
   std::vector<int64_t> step_wg_first;
+  // Per plan step: what each of its workgroups costs relative to the others (ops::
+  // LoweringContext::wg_weights); empty when they cost the same.
+  std::vector<std::vector<double>> step_wg_weights;
 };
 
 CSource generate_c(const schedule::Plan& plan, const target::Target& target, uint32_t workers = 1);
