@@ -65,7 +65,12 @@ emit::ModuleContents pack_module_contents(const Graph& graph, const schedule::Pl
         // were never partitioned).
         const int64_t groups = s < source.step_workgroups.size() ? std::max<int64_t>(1, source.step_workgroups[s]) : 1;
         const bool whole = step.parts.size() == 1;
-        const double share = whole ? 1.0 : static_cast<double>(part.wg_end - part.wg_begin) / static_cast<double>(step.workgroups);
+        double share = 1.0;
+        if (!whole) {
+          const std::vector<double> done = schedule::work_before(step);
+          const auto at = [&](uint32_t wg) { return done[std::clamp<int64_t>(wg - step.wg_first, 0, step.workgroups)]; };
+          share = at(part.wg_end) - at(part.wg_begin);
+        }
         if (step.kind == INGOT_STEP_DISPATCH) {
           st.kernel = static_cast<uint32_t>(source.step_kernel[s]);
           const int64_t first = static_cast<size_t>(s) < source.step_wg_first.size() ? source.step_wg_first[s] : 0;

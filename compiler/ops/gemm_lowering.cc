@@ -136,22 +136,14 @@ bool gemm_rows_outer(int64_t M, int64_t K, int64_t N, int64_t l2_bytes) {
 
 namespace {
 
-// The largest part's share of the work over the mean part's, when |units| tiles (each
-// |width| wide, the last one |extent| mod |width|) go to |workers| contiguous parts by
-// count (tile_weights: a tile costs its width plus what a narrow tile still pays).
+// The largest part's share of the work over the mean part's, when the |width|-wide
+// tiles covering |extent| go to |workers| contiguous parts cut by work, as
+// partition_workers cuts them (fewer tiles than workers: the idle workers count).
 double split_imbalance(int64_t extent, int64_t width, uint32_t workers) {
   const int64_t units = (extent + width - 1) / width;
   if (units < static_cast<int64_t>(workers))
     return static_cast<double>(workers) / static_cast<double>(std::max<int64_t>(units, 1));
-  const std::vector<double> cost = tile_weights(extent, width);
-  double total = 0, largest = 0;
-  for (double c : cost) total += c;
-  for (uint32_t w = 0; w < workers; ++w) {
-    double part = 0;
-    for (int64_t u = units * w / workers; u < units * (w + 1) / workers; ++u) part += cost[u];
-    largest = std::max(largest, part);
-  }
-  return largest / (total / workers);
+  return weighted_split_imbalance(tile_weights(extent, width), workers);
 }
 
 }  // namespace

@@ -128,9 +128,10 @@ int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes, int64_t
 // The axis with more independent work for an M x N GEMM on |tile|: column tiles when
 // there are four full ones or at least as many as row panels, row panels otherwise
 // (a 7x7 image's 49 columns are one full tile and a 1-wide one; 512 rows are 64 panels).
-// For a plan on several |workers|, the axis whose tiles divide more evenly among them
-// (196 columns are four full tiles and a 4-wide one: 3 + 2 tiles put 63% of the work
-// on one of two workers, where 96 rows are 6 + 6 panels).
+// For a plan on several |workers|, the axis whose tiles divide more evenly among them,
+// cut by work as the partition cuts them (196 columns are four full tiles and a 4-wide
+// one: 2 full tiles and the rest still put 54% of the work on one of two workers,
+// where 96 rows are 6 + 6 panels).
 GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& tile, uint32_t workers = 1);
 // Tiles along |split| (column tiles or row panels, edge tile included); 1 for kNone.
 int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& tile);

@@ -253,6 +253,16 @@ void place_storage(Plan& plan, const Graph& graph) {
     if (!plan.storage.count(out)) plan.storage[out] = resolved(out);
 }
 
+std::vector<double> work_before(const PlanStep& step) {
+  const int64_t K = std::max<int64_t>(1, step.workgroups);
+  const bool weighted = static_cast<int64_t>(step.wg_weights.size()) == K;
+  std::vector<double> done(K + 1, 0.0);
+  for (int64_t k = 0; k < K; ++k) done[k + 1] = done[k] + (weighted ? std::max(0.0, step.wg_weights[k]) : 1.0);
+  const double total = done[K];
+  for (double& d : done) d = total > 0 ? d / total : 0.0;
+  return done;
+}
+
 std::pair<uint64_t, uint64_t> part_scratch(const PlanStep& step, size_t k, uint64_t total) {
   if (step.shared_scratch() || step.parts.size() < 2) return {0, total};
   const uint64_t slice = total / step.parts.size();

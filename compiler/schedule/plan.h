@@ -58,6 +58,11 @@ struct PlanStep {
 // of a phased step share all of it.
 std::pair<uint64_t, uint64_t> part_scratch(const PlanStep& step, size_t k, uint64_t total);
 
+// The share of |step|'s work in its workgroups [0, k) (counted from wg_first), for k =
+// 0 .. workgroups: by their weights from codegen (wg_weights), or by count when it gave
+// none. The partition cuts parts by it; the module's per-part work counts follow it.
+std::vector<double> work_before(const PlanStep& step);
+
 struct ArenaValue {
   const Value* value;
   uint64_t size;

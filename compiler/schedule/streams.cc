@@ -273,22 +273,6 @@ double step_cost_us(const Plan& plan, size_t s, const CostModel& cost) {
   return cost.step_us + flops / (gflops * 1e3) + static_cast<double>(step_bytes(step)) / (cost.gbytes_per_s * 1e3);
 }
 
-namespace {
-
-// The share of a step's work in its workgroups [0, k), for k = 0 .. K: by their
-// weights from codegen, or by count when it gave none (they cost the same).
-std::vector<double> work_before(const PlanStep& step) {
-  const int64_t K = step.workgroups;
-  const bool weighted = static_cast<int64_t>(step.wg_weights.size()) == K;
-  std::vector<double> done(K + 1, 0.0);
-  for (int64_t k = 0; k < K; ++k) done[k + 1] = done[k] + (weighted ? std::max(0.0, step.wg_weights[k]) : 1.0);
-  const double total = done[K];
-  for (double& d : done) d = total > 0 ? d / total : 0.0;
-  return done;
-}
-
-}  // namespace
-
 void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint32_t workers, const CostModel& cost) {
   if (workers == 0 || workers > INGOT_MAX_WORKERS) fail("--workers must be 1 to {}, got {}", INGOT_MAX_WORKERS, workers);
   const size_t S = plan.steps.size();

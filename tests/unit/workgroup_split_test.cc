@@ -272,8 +272,8 @@ TEST(GemmSplitTest, RowsOuterForLargeWeightsAndCachedB) {
 
 TEST(GemmSplitTest, BalancesTheAxisOverWorkers) {
   const ops::GemmTile t{"f32_gemm_tile_8x48_avx512", 8, 48};
-  // 196 columns (14x14): four full tiles and a 4-wide one, 3 + 2 tiles on two workers;
-  // 96 or 576 rows are 12 or 72 panels, 6 + 6 or 36 + 36.
+  // 196 columns (14x14): four full tiles and a 4-wide one, at least 54% of the work on
+  // one of two workers; 96 or 576 rows are 12 or 72 panels, 6 + 6 or 36 + 36.
   EXPECT_EQ(ops::choose_gemm_split(96, 196, t, 1), ops::GemmSplit::kColumns);
   EXPECT_EQ(ops::choose_gemm_split(96, 196, t, 2), ops::GemmSplit::kRows);
   EXPECT_EQ(ops::choose_gemm_split(576, 196, t, 2), ops::GemmSplit::kRows);
