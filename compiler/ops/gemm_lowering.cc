@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "compiler/ops/elementwise.h"
+#include "compiler/ops/work_shares.h"
 #include "ingot/abi.h"
 
 namespace ingot::ops {
@@ -176,26 +177,16 @@ std::vector<double> gemm_split_weights(GemmSplit split, int64_t M, int64_t N, co
 }
 
 double weighted_split_imbalance(const std::vector<double>& weights, uint32_t workers) {
-  const size_t K = weights.size();
-  if (workers <= 1 || K == 0) return 1.0;
-  std::vector<double> done(K + 1, 0.0);
-  for (size_t k = 0; k < K; ++k) done[k + 1] = done[k] + weights[k];
-  const double total = done[K];
-  if (total <= 0) return 1.0;
+  const std::vector<double> done = work_shares(weights);
+  if (workers <= 1 || done.back() <= 0) return 1.0;
   double largest = 0;
   size_t begin = 0;
   for (uint32_t w = 1; w <= workers; ++w) {
-    size_t end = K;
-    if (w < workers) {
-      const double want = total * w / workers;
-      end = begin;
-      for (size_t k = begin + 1; k <= K; ++k)
-        if (std::abs(done[k] - want) <= std::abs(done[end] - want)) end = k;
-    }
+    const size_t end = w == workers ? weights.size() : nearest_cut(done, begin, static_cast<double>(w) / workers);
     largest = std::max(largest, done[end] - done[begin]);
     begin = end;
   }
-  return largest / (total / workers);
+  return largest * workers;
 }
 
 double tiles_work(int64_t extent, int64_t width) {

@@ -7,6 +7,7 @@
 #include "compiler/ir/error.h"
 #include "compiler/memory/interval_planner.h"
 #include "compiler/ops/op_table.h"
+#include "compiler/ops/work_shares.h"
 #include "compiler/schedule/plan.h"
 
 namespace ingot::schedule {
@@ -254,13 +255,8 @@ void place_storage(Plan& plan, const Graph& graph) {
 }
 
 std::vector<double> work_before(const PlanStep& step) {
-  const int64_t K = std::max<int64_t>(1, step.workgroups);
-  const bool weighted = static_cast<int64_t>(step.wg_weights.size()) == K;
-  std::vector<double> done(K + 1, 0.0);
-  for (int64_t k = 0; k < K; ++k) done[k + 1] = done[k] + (weighted ? std::max(0.0, step.wg_weights[k]) : 1.0);
-  const double total = done[K];
-  for (double& d : done) d = total > 0 ? d / total : 0.0;
-  return done;
+  const size_t K = static_cast<size_t>(std::max<int64_t>(1, step.workgroups));
+  return ops::work_shares(step.wg_weights.size() == K ? step.wg_weights : std::vector<double>(K, 1.0));
 }
 
 std::pair<uint64_t, uint64_t> part_scratch(const PlanStep& step, size_t k, uint64_t total) {

@@ -1,7 +1,6 @@
 #include "compiler/schedule/streams.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -10,6 +9,7 @@
 #include "compiler/ir/error.h"
 #include "compiler/ops/conv_ops.h"
 #include "compiler/ops/op_table.h"
+#include "compiler/ops/work_shares.h"
 #include "compiler/schedule/plan.h"
 
 namespace ingot::schedule {
@@ -374,13 +374,7 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
         int64_t begin = 0;
         for (uint32_t w : by_worker) {
           acc += std::max(0.0, F - start[w]);
-          int64_t end = K;
-          if (w != by_worker.back()) {
-            const double want = acc / total;
-            end = begin;
-            for (int64_t k = begin + 1; k <= K; ++k)
-              if (std::abs(done[k] - want) <= std::abs(done[end] - want)) end = k;  // ties: the later one
-          }
+          const int64_t end = w == by_worker.back() ? K : static_cast<int64_t>(ops::nearest_cut(done, begin, acc / total));
           if (end > begin) {
             const double share = done[end] - done[begin];
             parts.push_back(StepPart{w, static_cast<uint32_t>(step.wg_first + begin), static_cast<uint32_t>(step.wg_first + end),
