@@ -18,6 +18,11 @@ bool per_output_taps(const LoweringContext& ctx) {
   return ctx.target_arch == INGOT_ARCH_ARM_CORTEX_M && ctx.target_features == 0;
 }
 
+// The GEMM axis that splits a convolution by output pixels (|pixels|), to offer
+// choose_gemm_split as the local one. Not for groups: their workgroups are numbered
+// group by group, so a pixel split there still hands each worker whole groups.
+GemmSplit local_pixel_axis(const ConvGeometry& c, GemmSplit pixels) { return c.G == 1 ? pixels : GemmSplit::kNone; }
+
 
 // The transposed GEMM over tap rectangles (strategy transposed_rects): per column tile,
 // C^T starts at zero and gains each tap's product over the output pixels whose input
@@ -206,7 +211,7 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   };
   // Workgroups: the tiles of one axis (pixel panels or channel tiles) of each image's
   // and group's GEMM, numbered (n * G + grp) * units + tile.
-  loops.split = choose_gemm_split(HW, c.OCG, tile, ctx.workers);
+  loops.split = choose_gemm_split(HW, c.OCG, tile, ctx.workers, local_pixel_axis(c, GemmSplit::kRows));
   loops.split_lo = "lo";
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, HW, c.OCG, tile);
@@ -588,7 +593,7 @@ std::string emit_taps_gemm(LoweringContext& ctx, const ConvGeometry& c, const Ta
   loops.after_tile = padded_width_store(ctx, c, planes.width, target_tile);
   // Workgroups as in lower_conv_gemm; each part builds the planes of every group it
   // touches itself (the copy is repeated per part, a small cost beside the GEMM).
-  loops.split = choose_gemm_split(c.OCG, planes.Np, tile, ctx.workers);
+  loops.split = choose_gemm_split(c.OCG, planes.Np, tile, ctx.workers, local_pixel_axis(c, GemmSplit::kColumns));
   loops.split_lo = "lo";
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, c.OCG, planes.Np, tile);
@@ -731,7 +736,7 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
   }
   // Workgroups: the tiles of one axis (choose_gemm_split) of each image's and group's
   // GEMM, numbered (n * G + grp) * units + tile.
-  loops.split = choose_gemm_split(c.OCG, HW, tile, ctx.workers);
+  loops.split = choose_gemm_split(c.OCG, HW, tile, ctx.workers, local_pixel_axis(c, GemmSplit::kColumns));
   loops.split_lo = "lo";
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, c.OCG, HW, tile);

@@ -132,7 +132,13 @@ int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes, int64_t
 // cut by work as the partition cuts them (196 columns are four full tiles and a 4-wide
 // one: 2 full tiles and the rest still put 54% of the work on one of two workers,
 // where 96 rows are 6 + 6 panels).
-GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& tile, uint32_t workers = 1);
+// |local|, when given, is the axis whose parts read and write only their own share of
+// the image (an ungrouped convolution's output pixels): taken whenever it divides
+// within 0.05 as evenly as the other. Split by channels, every worker reads every
+// input pixel, and a cache line another core has read costs about twice as much to
+// overwrite later (ARCHITECTURE, *Partition*).
+GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& tile, uint32_t workers = 1,
+                            GemmSplit local = GemmSplit::kNone);
 // Tiles along |split| (column tiles or row panels, edge tile included); 1 for kNone.
 int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& tile);
 // The work of the |width|-wide tiles covering |extent| (the last one narrower), in

@@ -284,6 +284,21 @@ TEST(GemmSplitTest, BalancesTheAxisOverWorkers) {
   EXPECT_EQ(ops::choose_gemm_split(96, 196, t, 3), ops::GemmSplit::kRows);
 }
 
+TEST(GemmSplitTest, TheLocalAxisWinsWithinFivePercent) {
+  const ops::GemmTile t{"f32_gemm_tile_8x48_avx512", 8, 48};
+  // 784 pixels as columns: 16 full tiles and a 16-wide one, 3% over the mean on two
+  // workers against 24 even channel panels. Offered as local, the pixels win.
+  EXPECT_EQ(ops::choose_gemm_split(192, 784, t, 2), ops::GemmSplit::kRows);
+  EXPECT_EQ(ops::choose_gemm_split(192, 784, t, 2, ops::GemmSplit::kColumns), ops::GemmSplit::kColumns);
+  // Pixels as rows (the transposed orientation): 98 panels against 4 channel tiles.
+  EXPECT_EQ(ops::choose_gemm_split(784, 192, t, 2), ops::GemmSplit::kColumns);
+  EXPECT_EQ(ops::choose_gemm_split(784, 192, t, 2, ops::GemmSplit::kRows), ops::GemmSplit::kRows);
+  // 196 pixels leave a part 7% over: the channels keep the split.
+  EXPECT_EQ(ops::choose_gemm_split(96, 196, t, 2, ops::GemmSplit::kColumns), ops::GemmSplit::kRows);
+  // One worker has nothing to split: the usual axis.
+  EXPECT_EQ(ops::choose_gemm_split(784, 192, t, 1, ops::GemmSplit::kRows), ops::GemmSplit::kColumns);
+}
+
 // What the partition knows of uneven workgroups: 512 columns in 48-wide tiles are ten
 // full tiles and a 32-wide one, which still costs two thirds of a full tile's work
 // plus the loads it shares; eleven such tiles over two workers can do no better
