@@ -135,8 +135,8 @@ int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes, int64_t
 // |local|, when given, is the axis whose parts read and write only their own share of
 // the image (an ungrouped convolution's output pixels): taken whenever it divides
 // within 0.05 as evenly as the other. Split by channels, every worker reads every
-// input pixel, and a cache line another core has read costs about twice as much to
-// overwrite later (ARCHITECTURE, *Partition*).
+// input pixel, and a cache line another core has read costs several times as much
+// to overwrite later (bench/sharing.c; ARCHITECTURE, *Partition*).
 GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& tile, uint32_t workers = 1,
                             GemmSplit local = GemmSplit::kNone);
 // Tiles along |split| (column tiles or row panels, edge tile included); 1 for kNone.

@@ -1,0 +1,221 @@
+/* What it costs two cores to touch the same memory, for the partition's split rules.
+ *
+ *   cc -O3 -march=native -pthread -o bench/work/sharing bench/sharing.c
+ *   bench/work/sharing [CPU_A CPU_B]              (default: CPUs 0 and 1)
+ *
+ * Two threads, pinned to CPU_A and CPU_B, hand buffers back and forth as the workers of
+ * a split plan do, and the program prints the median time of each pattern:
+ *
+ *   1. Overwriting 294 KiB (a 96-channel 28x28 fp32 tensor) on CPU_A when only CPU_A
+ *      holds its lines, and after CPU_B has read them: a line another core holds must
+ *      be taken back before it can be written. This is the cost a split by output
+ *      channels leaves behind, since every worker then reads every input line.
+ *   2. Reading the same bytes on CPU_A when CPU_A wrote them, and right after CPU_B
+ *      wrote them.
+ *   3. Both threads streaming a 192-plane tensor into another (y = 0.5 x + 1, then the
+ *      buffers swap, as consecutive layers do), each over its own share: whole planes
+ *      (a split by channels) or one half of every plane (a split by rows or pixels of
+ *      an NCHW tensor), at plane sizes 14x14, 28x28 and 56x56. Each thread only ever
+ *      touches its own share; the half-plane pattern is also timed with CPU_B idle.
+ *
+ * A split rule that holds on one machine should be checked here on another before it
+ * is trusted: these costs belong to the cache and coherence design of the CPU, not to
+ * ingot. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { kRounds = 301, kBytes = 96 * 28 * 28 * 4 };
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static int by_value(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof(double), by_value);
+  return v[n / 2];
+}
+
+/* ---- patterns 1 and 2: one buffer, the other thread acts on request ---- */
+
+static float *shared_buf, *source;
+static const size_t shared_floats = kBytes / sizeof(float);
+static atomic_int request; /* 0 idle, 1 read the buffer, 2 write it, 9 quit */
+static volatile float sink;
+
+static void read_all(void) {
+  float s = 0;
+  for (size_t i = 0; i < shared_floats; i += 16) s += shared_buf[i]; /* one load per line */
+  sink = s;
+}
+
+static void write_all(void) {
+  for (size_t i = 0; i < shared_floats; ++i) shared_buf[i] = source[i] * 0.5f;
+}
+
+static int cpu_b = 1;
+
+static void* helper(void* unused) {
+  (void)unused;
+  if (pin(cpu_b) != 0) fprintf(stderr, "sharing: could not pin to CPU %d; timings mix both cases\n", cpu_b);
+  for (;;) {
+    int r;
+    while ((r = atomic_load(&request)) == 0) {
+    }
+    if (r == 9) return NULL;
+    if (r == 1) read_all();
+    if (r == 2) write_all();
+    atomic_store(&request, 0);
+  }
+}
+
+static void ask(int r) {
+  atomic_store(&request, r);
+  while (atomic_load(&request) != 0) {
+  }
+}
+
+static void handoff_patterns(void) {
+  static const char* names[4] = {"overwrite, lines only this core holds", "overwrite, after the other core read them",
+                                 "read, lines this core wrote", "read, lines the other core just wrote"};
+  for (int pattern = 0; pattern < 4; ++pattern) {
+    double t[kRounds];
+    for (int r = 0; r < kRounds; ++r) {
+      write_all();
+      read_all();
+      if (pattern == 1) ask(1);
+      if (pattern == 3) ask(2);
+      const double start = now_us();
+      if (pattern < 2)
+        write_all();
+      else
+        read_all();
+      t[r] = now_us() - start;
+    }
+    printf("  %-44s %7.1f us\n", names[pattern], median(t, kRounds));
+  }
+}
+
+/* ---- pattern 3: both threads stream their share, meeting at a barrier each step ---- */
+
+typedef struct {
+  int planes, plane;   /* tensor shape, floats per plane */
+  int halves;          /* 1: each thread takes half of every plane; 0: half the planes */
+  int idle_b;          /* thread B does nothing (the half-plane pattern on one core) */
+  float *a, *b;
+  atomic_int arrived;
+  double per_step[2];
+} stream_t;
+
+static stream_t stream;
+
+static void stream_share(int who, const float* x, float* y) {
+  const stream_t* s = &stream;
+  if (s->idle_b && who == 1) return;
+  if (!s->halves) {
+    const size_t lo = (size_t)(who * s->planes / 2) * (size_t)s->plane, hi = (size_t)((who + 1) * s->planes / 2) * (size_t)s->plane;
+    for (size_t i = lo; i < hi; ++i) y[i] = x[i] * 0.5f + 1.0f;
+    return;
+  }
+  const int lo = who ? s->plane / 2 : 0, hi = who ? s->plane : s->plane / 2;
+  for (int p = 0; p < s->planes; ++p) {
+    const float* xp = x + (size_t)p * (size_t)s->plane;
+    float* yp = y + (size_t)p * (size_t)s->plane;
+    for (int i = lo; i < hi; ++i) yp[i] = xp[i] * 0.5f + 1.0f;
+  }
+}
+
+static void* stream_thread(void* arg) {
+  const int who = (int)(long)arg;
+  if (who && pin(cpu_b) != 0) fprintf(stderr, "sharing: could not pin to CPU %d\n", cpu_b);
+  double t[kRounds];
+  for (int step = 0; step < kRounds; ++step) {
+    const float* x = step & 1 ? stream.b : stream.a;
+    float* y = step & 1 ? stream.a : stream.b;
+    const double start = now_us();
+    stream_share(who, x, y);
+    t[step] = now_us() - start;
+    atomic_fetch_add(&stream.arrived, 1);
+    while (atomic_load(&stream.arrived) < 2 * (step + 1)) {
+    }
+  }
+  stream.per_step[who] = median(t, kRounds);
+  return NULL;
+}
+
+static double run_stream(int planes, int plane, int halves, int idle_b) {
+  stream.planes = planes;
+  stream.plane = plane;
+  stream.halves = halves;
+  stream.idle_b = idle_b;
+  atomic_store(&stream.arrived, 0);
+  pthread_t b;
+  if (pthread_create(&b, NULL, stream_thread, (void*)1L) != 0) return -1;
+  stream_thread((void*)0L);
+  pthread_join(b, NULL);
+  return stream.per_step[0] > stream.per_step[1] ? stream.per_step[0] : stream.per_step[1];
+}
+
+int main(int argc, char** argv) {
+  int cpu_a = 0;
+  if (argc == 3) {
+    cpu_a = atoi(argv[1]);
+    cpu_b = atoi(argv[2]);
+  } else if (argc != 1) {
+    fprintf(stderr, "usage: sharing [CPU_A CPU_B]\n");
+    return 2;
+  }
+  if (pin(cpu_a) != 0) {
+    fprintf(stderr, "sharing: cannot run on CPU %d\n", cpu_a);
+    return 2;
+  }
+  shared_buf = aligned_alloc(64, kBytes);
+  source = aligned_alloc(64, kBytes);
+  const size_t largest = (size_t)192 * 56 * 56;
+  stream.a = aligned_alloc(64, largest * sizeof(float));
+  stream.b = aligned_alloc(64, largest * sizeof(float));
+  if (!shared_buf || !source || !stream.a || !stream.b) {
+    fprintf(stderr, "sharing: out of memory\n");
+    return 2;
+  }
+  for (size_t i = 0; i < shared_floats; ++i) source[i] = (float)i;
+  for (size_t i = 0; i < largest; ++i) stream.a[i] = stream.b[i] = 1.0f;
+
+  printf("CPUs %d and %d, %d KiB, medians of %d rounds\n", cpu_a, cpu_b, kBytes / 1024, kRounds);
+  pthread_t h;
+  if (pthread_create(&h, NULL, helper, NULL) != 0) return 2;
+  handoff_patterns();
+  atomic_store(&request, 9);
+  pthread_join(h, NULL);
+
+  printf("both cores stream 192 planes, y = 0.5 x + 1, slower thread's median step:\n");
+  const int sides[3] = {14, 28, 56};
+  for (int k = 0; k < 3; ++k) {
+    const int plane = sides[k] * sides[k];
+    const double whole = run_stream(192, plane, 0, 0);
+    const double halves = run_stream(192, plane, 1, 0);
+    const double alone = run_stream(192, plane, 1, 1);
+    printf("  %2dx%-2d  whole planes %7.1f us   half of every plane %7.1f us   (that share with B idle %7.1f us)\n",
+           sides[k], sides[k], whole, halves, alone);
+  }
+  return 0;
+}
