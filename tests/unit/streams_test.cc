@@ -139,5 +139,32 @@ TEST(StreamsTest, SplitStepsFollowTheirWorkgroupWeights) {
   EXPECT_EQ(cut({3, 3, 3, 3, 3, 1, 1, 1, 1, 1}), 3u);
 }
 
+// A convolution split over two workers takes its output pixels as the split axis
+// when its input outweighs its weights (each worker then reads only its own pixels),
+// and its output channels when the weights outweigh the input (split by pixels, each
+// worker would read all of them). Workgroups are the tiles along the chosen axis.
+TEST(StreamsTest, ConvolutionsSplitByPixelsUnlessTheirWeightsOutweighTheInput) {
+  auto workgroups = [](std::vector<int64_t> x_shape, std::vector<int64_t> w_shape) -> int64_t {
+    Graph g;
+    g.name = "local";
+    g.opset = 13;
+    Value* x = testing::add_input(g, "x", x_shape);
+    Value* w = g.add_constant("w", testing::random_f32(w_shape, 1));
+    Node* conv = testing::add_op(g, "Conv", {x, w}, {});
+    g.outputs.push_back(conv->outputs[0]);
+    Plan plan = order_steps(g);
+    const codegen::CSource source = codegen::generate_c(plan, target::resolve("x86_64-avx512"), 2);
+    for (size_t s = 0; s < plan.steps.size(); ++s)
+      if (plan.steps[s].kind == INGOT_STEP_DISPATCH) return source.step_workgroups[s];
+    return 0;
+  };
+  // 32 -> 192 on 28x28: 784 input pixels per channel against 192 weights. 17 tiles
+  // of 48 pixels, not 24 panels of 8 channels.
+  EXPECT_EQ(workgroups({1, 32, 28, 28}, {192, 32, 1, 1}), 17);
+  // 64 -> 1024 on 28x28: 784 input pixels per channel against 1024 weights. 128
+  // panels of 8 channels, although the 17 pixel tiles divide as evenly as above.
+  EXPECT_EQ(workgroups({1, 64, 28, 28}, {1024, 64, 1, 1}), 128);
+}
+
 }  // namespace
 }  // namespace ingot::schedule
