@@ -24,10 +24,13 @@ bool per_output_taps(const LoweringContext& ctx) {
 // where the weights outweigh the input: split by pixels, every worker reads all the
 // weights (shufflenet_v2's 464 -> 1024 1x1 layer on 7x7, 1.9 MB of weights against
 // 91 KB of input: its two parts took 499 us split by pixels, 459 by channels).
-GemmSplit local_pixel_axis(const ConvGeometry& c, GemmSplit pixels) {
+bool input_outweighs_weights(const ConvGeometry& c) {
   const Window& g = c.win;
-  const bool input_outweighs_weights = g.H * g.W >= c.OCG * g.KH * g.KW;  // per input channel
-  return c.G == 1 && input_outweighs_weights ? pixels : GemmSplit::kNone;
+  return g.H * g.W >= c.OCG * g.KH * g.KW;  // per input channel
+}
+
+GemmSplit local_pixel_axis(const ConvGeometry& c, GemmSplit pixels) {
+  return c.G == 1 && input_outweighs_weights(c) ? pixels : GemmSplit::kNone;
 }
 
 
@@ -351,9 +354,30 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
   // its output channels' row panels, (n * blocks + block) * panels + panel; a part
   // then transforms the block's whole input itself (repeated per part) and runs the
   // GEMMs and the output transform for its channels only.
-  const int64_t blocks = (p.T + p.TB - 1) / p.TB;
+  //
+  // With several workers, where the input outweighs the weights (as for the local
+  // pixel axis), the blocks instead fill bands of whole tile rows, one band per worker
+  // (a band's last block may be short), and no block splits further. A part then
+  // transforms only its band's input and writes whole output rows of every plane. Cut
+  // at any tile, or by channel panels, two parts write and read pieces of the same
+  // rows or planes, and two cores working on interleaved pieces of a plane pay for it
+  // (bench/sharing.c): on Zen 5 a 56x56 64-channel layer's two parts ran 1.4x slower
+  // side by side than one after the other. Where the weights outweigh the input, each
+  // worker keeps reading only its panels' share of them.
+  const bool banded = ctx.workers > 1 && p.TH >= ctx.workers && input_outweighs_weights(c);
+  std::vector<std::pair<int64_t, int64_t>> band_blocks;  // (first tile, tiles)
+  if (banded) {
+    const int64_t bands = std::min<int64_t>(ctx.workers, p.TH);
+    for (int64_t b = 0; b < bands; ++b) {
+      const int64_t end = (b + 1) * p.TH / bands * p.TW;
+      for (int64_t t = b * p.TH / bands * p.TW; t < end; t += p.TB) band_blocks.push_back({t, std::min(p.TB, end - t)});
+    }
+  }
+  const int64_t blocks = banded ? static_cast<int64_t>(band_blocks.size()) : (p.T + p.TB - 1) / p.TB;
   // (Transposed: over its output channels' column tiles.)
-  const int64_t panels = g.N * blocks >= 4 && ctx.workers <= 1 ? 1 : transposed ? oc_tiles : (c.OC + tile.mr - 1) / tile.mr;
+  const int64_t panels = banded || (g.N * blocks >= 4 && ctx.workers <= 1) ? 1
+                         : transposed                                  ? oc_tiles
+                                                                       : (c.OC + tile.mr - 1) / tile.mr;
   const int64_t oc_step = transposed ? tile.nr : tile.mr;
   ctx.wg_count = std::max<int64_t>(1, g.N * blocks * panels);
   // A workgroup's work: its block's tiles times its panel's channels, each as GEMM
@@ -364,7 +388,7 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t bi = 0; bi < blocks; ++bi)
         for (int64_t pi = 0; pi < panels; ++pi) {
-          const int64_t tb = bi < full_blocks ? p.TB : p.T - full_blocks * p.TB;
+          const int64_t tb = banded ? band_blocks[bi].second : bi < full_blocks ? p.TB : p.T - full_blocks * p.TB;
           const int64_t oc = panels == 1 ? c.OC : std::min(oc_step, c.OC - pi * oc_step);
           ctx.wg_weights.push_back(transposed ? tiles_work(tb, tile.mr) * tiles_work(oc, tile.nr)
                                               : tiles_work(oc, tile.mr) * tiles_work(tb, tile.nr));
@@ -457,7 +481,23 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
   std::string block_loop = fmt::format(
       "    for (int64_t bi = 0; bi < {}; ++bi) {{\n{}", blocks,
       workgroup_window(ctx.wg_count, fmt::format("(n * {} + bi) * {}", blocks, panels), panels, "continue;"));
-  if (rem == 0)
+  std::string band_tables;
+  if (banded) {
+    // Each block from a table of first tiles; one branch per block width the bands use.
+    std::vector<std::string> firsts;
+    std::vector<int64_t> widths;
+    for (const auto& [t0, tb] : band_blocks) {
+      firsts.push_back(std::to_string(t0));
+      if (std::find(widths.begin(), widths.end(), tb) == widths.end()) widths.push_back(tb);
+    }
+    band_tables = fmt::format("  static const int32_t block_first[{}] = {{{}}};\n", blocks, fmt::join(firsts, ", "));
+    std::vector<std::string> widths_of;
+    for (const auto& b : band_blocks) widths_of.push_back(std::to_string(b.second));
+    band_tables += fmt::format("  static const int32_t block_tiles[{}] = {{{}}};\n", blocks, fmt::join(widths_of, ", "));
+    for (size_t i = 0; i < widths.size(); ++i)
+      block_loop += fmt::format("    {}if (block_tiles[bi] == {}) {{\n{}    }}\n", i ? "else " : "", widths[i],
+                                block("block_first[bi]", widths[i]));
+  } else if (rem == 0)
     block_loop += block(fmt::format("bi * {}", p.TB), p.TB);
   else if (full_blocks == 0)
     block_loop += block("0", rem);
@@ -471,14 +511,19 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
   // on 128x128 spends about a quarter of its time on the planes, and with every part
   // building all of them two workers ran it at 1.35x of one.
   std::string rows = fmt::format("    const int64_t row_lo = 0, row_hi = {};\n", p.Hp);
-  if (ctx.wg_count > 1)
+  if (ctx.wg_count > 1 && banded)
+    rows = fmt::format(
+        "    const int64_t row_lo = block_first[ilo] / {TW} * {m};\n"
+        "    const int64_t row_hi = (block_first[ihi - 1] + block_tiles[ihi - 1] - 1) / {TW} * {m} + {m} + 2;\n",
+        fmt::arg("TW", p.TW), fmt::arg("m", p.m));
+  else if (ctx.wg_count > 1)
     rows = fmt::format(
         "    const int64_t t_lo = ilo / {panels} * {TB};\n"
         "    const int64_t t_hi = (ihi + {panels} - 1) / {panels} * {TB} < {T} ? (ihi + {panels} - 1) / {panels} * {TB} : {T};\n"
         "    const int64_t row_lo = t_lo / {TW} * {m};\n"
         "    const int64_t row_hi = (t_hi - 1) / {TW} * {m} + {m} + 2;\n",
         fmt::arg("panels", panels), fmt::arg("TB", p.TB), fmt::arg("T", p.T), fmt::arg("TW", p.TW), fmt::arg("m", p.m));
-  return fmt::format(
+  return band_tables + fmt::format(
       "  float* ph = {scratch};\n"
       "  float* wv = ph + {xp};\n"
       "  float* wm = wv + {v};\n"

@@ -94,9 +94,11 @@ class SplitCase {
   struct Stats {
     int dispatches = 0, split = 0;
     std::set<std::string> kernels;
+    std::vector<int64_t> workgroups;  // per dispatch, in plan order
   };
 
-  Stats run(const std::function<void(Graph&)>& transform, const std::string& target_name) {
+  // |workers|: the plan's worker count, which some lowerings lay their workgroups out for.
+  Stats run(const std::function<void(Graph&)>& transform, const std::string& target_name, uint32_t workers = 1) {
     std::map<const Value*, Tensor> env = testing::evaluate_graph(g_, inputs_);
     std::map<const Value*, Tensor> bounds;
     for (auto& [v, check] : checks_) {
@@ -110,7 +112,7 @@ class SplitCase {
     passes::choose_strategies(g_, driver::target_traits(target));
     verify_graph(g_);
     const schedule::Plan plan = schedule::build_plan(g_);
-    const codegen::CSource source = codegen::generate_c(plan, target);
+    const codegen::CSource source = codegen::generate_c(plan, target, workers);
     EXPECT_EQ(source.step_workgroups.size(), plan.steps.size());
     const ExecutableCode code(codegen::compile_native(source, target, codegen::NativeOptions{}));
 
@@ -135,6 +137,7 @@ class SplitCase {
       const std::string what = fmt::format("{} [{}] kernel {} K={}", node.describe(), target_name,
                                            source.kernel_names[source.step_kernel[s]], K);
       ++stats.dispatches;
+      stats.workgroups.push_back(K);
       stats.split += K > 1;
       if (K > 1) stats.kernels.insert(source.kernel_names[source.step_kernel[s]]);
       EXPECT_GE(K, 1) << what;
@@ -386,6 +389,31 @@ TEST_P(WorkgroupSplitTest, WinogradConvolutions) {
   int winograd = 0;
   for (const auto& n : k.graph().nodes()) winograd += n->attr_int("winograd", 0) != 0;
   EXPECT_EQ(winograd, 6);
+}
+
+// Winograd on several workers: where the input outweighs the weights, blocks fill one
+// band of whole tile rows per worker and never split over channel panels (so an image
+// of few blocks has few workgroups); where the weights outweigh it, channel panels.
+TEST_P(WorkgroupSplitTest, WinogradBandsForSeveralWorkers) {
+  for (uint32_t workers : {2u, 3u}) {
+    SplitCase k(930 + workers);
+    k.conv({1, 64, 56, 56}, {64, 64, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Relu");
+    k.conv({1, 17, 47, 50}, {24, 17, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true);
+    k.conv({2, 16, 22, 21}, {19, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Add");
+    // 64 x 9 weights per input channel against 49 input pixels: channel panels.
+    k.conv({1, 48, 7, 7}, {64, 48, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true);
+    SplitCase::Stats s = k.run(passes(true), GetParam(), workers);
+    ASSERT_EQ(s.workgroups.size(), 4u);
+    EXPECT_EQ(s.split, 4);
+    // 56x56: 196 tiles in 14 rows, in bands of 7 (two workers) or 4 + 5 + 5 rows, each
+    // in blocks of at most 48 * 4 tiles; channel panels would make 8 per block.
+    EXPECT_GE(s.workgroups[0], workers);
+    EXPECT_LE(s.workgroups[0], 3 * workers);
+    EXPECT_GE(s.workgroups[1], workers);
+    EXPECT_EQ(s.workgroups[2] % 2, 0) << "one set of bands per image";
+    const ops::GemmTile t = tile();  // row panels, or column tiles where the GEMM is transposed
+    EXPECT_TRUE(s.workgroups[3] == (64 + t.mr - 1) / t.mr || s.workgroups[3] == (64 + t.nr - 1) / t.nr) << s.workgroups[3];
+  }
 }
 
 // ConvTranspose whose stride equals its kernel (U-Net decoders): each block of output
