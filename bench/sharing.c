@@ -17,6 +17,11 @@
  *      (a split by channels) or one half of every plane (a split by rows or pixels of
  *      an NCHW tensor), at plane sizes 14x14, 28x28 and 56x56. Each thread only ever
  *      touches its own share; the half-plane pattern is also timed with CPU_B idle.
+ *   4. Both threads streaming one 2.3 MiB tensor into another, the bytes dealt out in
+ *      chunks taken in turn (chunk 0 to CPU_A, 1 to CPU_B, 2 to CPU_A, ...), from
+ *      1 KiB chunks to two halves: how coarse a split must be before the two cores
+ *      stop slowing each other down. Half of every plane is the same pattern with
+ *      chunks of half a plane.
  *
  * A split rule that holds on one machine should be checked here on another before it
  * is trusted: these costs belong to the cache and coherence design of the CPU, not to
@@ -120,6 +125,7 @@ static void handoff_patterns(void) {
 typedef struct {
   int planes, plane;   /* tensor shape, floats per plane */
   int halves;          /* 1: each thread takes half of every plane; 0: half the planes */
+  size_t chunk;        /* > 0: floats per chunk, chunks dealt out in turn (pattern 4) */
   int idle_b;          /* thread B does nothing (the half-plane pattern on one core) */
   float *a, *b;
   atomic_int arrived;
@@ -131,6 +137,14 @@ static stream_t stream;
 static void stream_share(int who, const float* x, float* y) {
   const stream_t* s = &stream;
   if (s->idle_b && who == 1) return;
+  if (s->chunk > 0) {
+    const size_t n = (size_t)s->planes * (size_t)s->plane;
+    for (size_t lo = (size_t)who * s->chunk; lo < n; lo += 2 * s->chunk) {
+      const size_t hi = lo + s->chunk < n ? lo + s->chunk : n;
+      for (size_t i = lo; i < hi; ++i) y[i] = x[i] * 0.5f + 1.0f;
+    }
+    return;
+  }
   if (!s->halves) {
     const size_t lo = (size_t)(who * s->planes / 2) * (size_t)s->plane, hi = (size_t)((who + 1) * s->planes / 2) * (size_t)s->plane;
     for (size_t i = lo; i < hi; ++i) y[i] = x[i] * 0.5f + 1.0f;
@@ -162,10 +176,11 @@ static void* stream_thread(void* arg) {
   return NULL;
 }
 
-static double run_stream(int planes, int plane, int halves, int idle_b) {
+static double run_stream(int planes, int plane, int halves, int idle_b, size_t chunk) {
   stream.planes = planes;
   stream.plane = plane;
   stream.halves = halves;
+  stream.chunk = chunk;
   stream.idle_b = idle_b;
   atomic_store(&stream.arrived, 0);
   pthread_t b;
@@ -211,11 +226,18 @@ int main(int argc, char** argv) {
   const int sides[3] = {14, 28, 56};
   for (int k = 0; k < 3; ++k) {
     const int plane = sides[k] * sides[k];
-    const double whole = run_stream(192, plane, 0, 0);
-    const double halves = run_stream(192, plane, 1, 0);
-    const double alone = run_stream(192, plane, 1, 1);
+    const double whole = run_stream(192, plane, 0, 0, 0);
+    const double halves = run_stream(192, plane, 1, 0, 0);
+    const double alone = run_stream(192, plane, 1, 1, 0);
     printf("  %2dx%-2d  whole planes %7.1f us   half of every plane %7.1f us   (that share with B idle %7.1f us)\n",
            sides[k], sides[k], whole, halves, alone);
+  }
+  printf("both cores stream 2352 KiB (192 x 56 x 56), chunks dealt out in turn, slower thread's median step:\n");
+  const size_t all = (size_t)192 * 56 * 56;
+  const size_t chunk_kib[6] = {1, 4, 16, 64, 256, 0};
+  for (int k = 0; k < 6; ++k) {
+    const size_t floats = chunk_kib[k] ? chunk_kib[k] * 256 : all / 2;
+    printf("  chunks of %4zu KiB  %7.1f us\n", floats / 256, run_stream(192, 56 * 56, 0, 0, floats));
   }
   return 0;
 }
