@@ -15,10 +15,11 @@
 
 #include "compiler/emit/output_files.h"
 #include "compiler/ir/error.h"
+#include "compiler/target/peak_flops.h"
+#include "ingot/hosted.h"
 #include "tools/bench.h"
 #include "tools/commands.h"
 #include "tools/module_view.h"
-#include "tools/peak_flops.h"
 #include "tools/session.h"
 #include "tools/stats.h"
 
@@ -118,7 +119,7 @@ struct StepReport {
   int runs = 0;
   std::vector<StepRow> rows;  // in step order
   bool has_work = false;      // false for a stripped module: no rates
-  PeakFlops peak;
+  target::PeakFlops peak;
   std::string peak_source;    // "measured" or "--peak"
   double total_us = 0;
   uint64_t total_flops = 0;
@@ -139,7 +140,7 @@ StepReport profile_steps(Session& session, int runs, double peak_override) {
       report.peak.gflops = peak_override;
       report.peak_source = "--peak";
     } else {
-      report.peak = measure_peak_flops(m.header->features);
+      report.peak = target::measure_peak_flops(m.header->features & ingot_hosted_cpu_features());
       report.peak_source = "measured";
     }
   }

@@ -22,6 +22,10 @@ struct Target {
   int64_t l1d_bytes = 32 * 1024;
   int64_t l2_bytes = 1024 * 1024;
   int64_t l3_bytes = 0;
+  // AVX-512 multiply-adds at twice the AVX2 rate (two 512-bit pipes, not one or a
+  // 256-bit pair): `host` measures it (peak_flops.h); named targets assume not. The
+  // cost model's rates, and so which steps a plan splits over workers, follow it.
+  bool avx512_full_rate = false;
 };
 
 // "host" | "x86_64-avx512" | "x86_64-avx2" | "x86_64" | "generic" |

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/driver/driver.h"
 #include "compiler/schedule/plan.h"
 #include "compiler/schedule/streams.h"
 #include "tests/unit/test_util.h"
@@ -164,6 +165,39 @@ TEST(StreamsTest, ConvolutionsSplitByPixelsUnlessTheirWeightsOutweighTheInput) {
   // 64 -> 1024 on 28x28: 784 input pixels per channel against 1024 weights. 128
   // panels of 8 channels, although the 17 pixel tiles divide as evenly as above.
   EXPECT_EQ(workgroups({1, 64, 28, 28}, {1024, 64, 1, 1}), 128);
+}
+
+// The cost model's rate follows the target's multiply-add width: where AVX-512 runs at
+// full width the same layers cost half as much, and a chain of small ones (kws_dscnn's
+// layers, 3-6 us each on a Zen 5; here 64-channel 1x1 layers on 20x5, costed at 14 us
+// each at the narrower rate and 9 at the full one) no longer pays for two workers.
+TEST(StreamsTest, SmallLayersStayOnOneWorkerWhereAvx512RunsAtFullWidth) {
+  auto workers_for = [](bool full_rate) -> uint32_t {
+    Graph g;
+    g.name = "small";
+    g.opset = 13;
+    Value* x = testing::add_input(g, "x", {1, 64, 20, 5});
+    for (int i = 0; i < 6; ++i)
+      x = testing::add_op(g, "Conv", {x, g.add_constant("w" + std::to_string(i), testing::random_f32({64, 64, 1, 1}, i))}, {})
+              ->outputs[0];
+    g.outputs.push_back(x);
+    target::Target t = target::resolve("x86_64-avx512");
+    t.avx512_full_rate = full_rate;
+    Plan plan = order_steps(g);
+    const codegen::CSource source = codegen::generate_c(plan, t, 2);
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      plan.steps[s].wg_first = source.step_wg_first[s];
+      plan.steps[s].wg_weights = source.step_wg_weights[s];
+    }
+    partition_workers(plan, source.step_workgroups, 2, driver::cost_model(t));
+    return plan.worker_count;
+  };
+  EXPECT_EQ(workers_for(false), 2u);
+  EXPECT_EQ(workers_for(true), 1u);
+  target::Target t = target::resolve("x86_64-avx512");
+  const double rate = driver::cost_model(t).gflops;
+  t.avx512_full_rate = true;
+  EXPECT_DOUBLE_EQ(driver::cost_model(t).gflops, 2 * rate);
 }
 
 }  // namespace

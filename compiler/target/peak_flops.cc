@@ -1,15 +1,15 @@
-#include "tools/peak_flops.h"
+#include "compiler/target/peak_flops.h"
 
 #include <algorithm>
 #include <ctime>
 
-#include "ingot/hosted.h"
+#include "ingot/abi.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
-namespace ingot::tools {
+namespace ingot::target {
 namespace {
 
 // Independent accumulators, more than FMA latency (4 cycles) x pipes (2) in flight, so
@@ -93,8 +93,7 @@ __attribute__((noinline)) double probe_portable(int64_t iterations, float* sink)
 
 }  // namespace
 
-PeakFlops measure_peak_flops(uint32_t module_features, double millis) {
-  const uint32_t usable = module_features & ingot_hosted_cpu_features();
+PeakFlops measure_peak_flops(uint32_t usable, double millis) {
   PeakFlops peak;
   Probe probe = probe_portable;
   peak.isa = "portable";
@@ -134,4 +133,4 @@ PeakFlops measure_peak_flops(uint32_t module_features, double millis) {
   return peak;
 }
 
-}  // namespace ingot::tools
+}  // namespace ingot::target
