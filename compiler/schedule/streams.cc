@@ -259,12 +259,28 @@ uint64_t step_bytes(const PlanStep& step) {
 
 }  // namespace
 
+std::string describe_cost_model(const CostModel& cost) {
+  return fmt::format(
+      "cost model: {:g} GFLOP/s ({:g} depthwise), {:g} GB/s memory, {:g} GB/s L2 up to {} KiB; steps split above {:g} us "
+      "for a {:g} us sync, time steps above {:.2f} us for a {:.2f} us hand-over",
+      cost.gflops, cost.depthwise_gflops, cost.gbytes_per_s, cost.l2_gbytes_per_s, cost.l2_bytes / 2048,
+      cost.split_min_us, cost.sync_us, 2 * cost.phase_sync_us, cost.phase_sync_us);
+}
+
 double step_cost_us(const Plan& plan, size_t s, const CostModel& cost) {
   const PlanStep& step = plan.steps[s];
   const bool dispatch = step.kind == INGOT_STEP_DISPATCH && step.node;
-  if (dispatch && step.phase_count > 1)
-    return cost.step_us + static_cast<double>(step.phase_work.flops) / (cost.gflops * 1e3) +
-           static_cast<double>(step.phase_work.bytes) / (cost.gbytes_per_s * 1e3);
+  if (dispatch && step.phase_count > 1) {
+    // A time step multiplies the state by weights that stay in the L2 from step to
+    // step where they fit: bound by that read, with the multiply-adds under it. At
+    // memory rate, a 128-wide GRU's 2 us steps looked like 10 and split, and two
+    // workers took 1.14-1.28x the time of one.
+    const double bytes = static_cast<double>(step.phase_work.bytes);
+    const bool cached = bytes <= static_cast<double>(cost.l2_bytes) / 2;
+    const double flops_us = static_cast<double>(step.phase_work.flops) / (cost.gflops * 1e3);
+    const double bytes_us = bytes / ((cached ? cost.l2_gbytes_per_s : cost.gbytes_per_s) * 1e3);
+    return cost.step_us + (cached ? std::max(flops_us, bytes_us) : flops_us + bytes_us);
+  }
   const double flops = dispatch ? static_cast<double>(ops::node_flops(*step.node)) : 0;
   // Depthwise kernels run at a fraction of the GEMM rate: costed at the GEMM rate, a
   // 7x7 plane of 960 channels (67 us) looked too small to split.
@@ -330,12 +346,15 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
     if (step.phase > 0)
       for (const StepPart& p : plan.steps[s - 1].parts)
         for (uint32_t w = 0; w < workers; ++w)
-          ready[w] = std::max(ready[w], p.finish_us + (p.worker == w ? 0.0 : cost.sync_us));
+          ready[w] = std::max(ready[w], p.finish_us + (p.worker == w ? 0.0 : cost.phase_sync_us));
     std::vector<double> start(workers);
     for (uint32_t w = 0; w < workers; ++w) start[w] = std::max(avail[w], ready[w]);
     const int64_t K = step.workgroups;
     bool split = false;
-    const double split_min = step.phase_count > 1 ? cost.phase_split_min_us : cost.split_min_us;
+    // A phase's hand-over is charged where the next phase waits for it (above).
+    const bool phased = step.phase_count > 1;
+    const double split_min = phased ? 2 * cost.phase_sync_us : cost.split_min_us;
+    const double sync_us = phased ? 0.0 : cost.sync_us;
     if (workers > 1 && step.kind == INGOT_STEP_DISPATCH && K >= 2 && c >= split_min) {
       // Water-filling: the finish time F where the workers' free time before F holds
       // the work; each worker gets workgroups in proportion to its share.
@@ -348,7 +367,7 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
       for (uint32_t n = 1; n <= usable; ++n) {
         double sum = 0;
         for (uint32_t i = 0; i < n; ++i) sum += start[order[i]];
-        const double f = (c + (n - 1) * cost.sync_us + sum) / n;
+        const double f = (c + (n - 1) * sync_us + sum) / n;
         if (n < usable && f > start[order[n]]) continue;  // the next worker is free before f: use it too
         F = f;
         used = n;
@@ -358,7 +377,7 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
         used = usable;
         double sum = 0;
         for (uint32_t i = 0; i < used; ++i) sum += start[order[i]];
-        F = (c + (used - 1) * cost.sync_us + sum) / used;
+        F = (c + (used - 1) * sync_us + sum) / used;
       }
       if (used >= 2 && F + 1e-9 < start[order[0]] + c) {
         // Workgroups in worker order, each range ending where the work done so far

@@ -86,11 +86,22 @@ struct CostModel {
   // sustain, so this is ~10 us of real work: kws_dscnn's 11 steps of 10-20 us each ran
   // 137 -> 85 us on 2 workers split (whole at 40 it stayed on one worker).
   double split_min_us = 20;
-  // The same for a phase of a phased node (a time step): its workers are already
-  // running the phase before it, so the split costs a wait on a spinning partner,
-  // not a wake-up.
-  double phase_split_min_us = 5;
+  // A phase of a phased node (a recurrent layer's time step) split over workers hands
+  // the state across cores both ways before the next phase can start: this much more
+  // than its share of the phase, on workers already spinning. A phase splits only
+  // where its half saves more than that. 2-vCPU Zen 5: 1.18 us (a 96-wide LSTM and a
+  // 128-wide GRU alike); Zen 4: about 0.4. One figure, not a probe: on the Zen 5 a
+  // core-to-core ping-pong took 70 ns in some minutes and 300-430 in others (the
+  // virtual CPUs move), and a plan must not change from one compile to the next.
+  double phase_sync_us = 1.2;
+  // Bytes a phase re-reads every time step (the recurrent weights) come from the
+  // core's L2 where they fit in half of it (l2_bytes), at this rate.
+  double l2_gbytes_per_s = 60;
+  int64_t l2_bytes = 1024 * 1024;
 };
+
+// The model's figures on one line (for --dump-after=streams): why a step split or not.
+std::string describe_cost_model(const CostModel& cost);
 
 // Estimated run time of step |s| (whole), in microseconds.
 double step_cost_us(const Plan& plan, size_t s, const CostModel& cost);

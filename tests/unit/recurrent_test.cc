@@ -95,7 +95,7 @@ int run_case(const Case& c, bool constant_weights, const std::string& target, ui
   n->attrs["phased"] = int64_t{1};  // as choose_strategies sets it for several workers
   schedule::CostModel split_all;
   split_all.split_min_us = 0;
-  split_all.phase_split_min_us = 0;
+  split_all.phase_sync_us = 0;
   split_all.sync_us = 0;
   int splits = 0;
   // Two workers on the vector targets, three (uneven shares) on the portable one.
