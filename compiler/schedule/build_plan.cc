@@ -212,10 +212,46 @@ void place_storage(Plan& plan, const Graph& graph) {
       else live[it->second].second.second = s;
     }
   }
+  // On several workers, steps run side by side: two values may share bytes only where
+  // their steps do not overlap in the partition's predicted times either. By step
+  // index alone, a step on one worker reused the scratch or output of a step beside it
+  // on the other, and the write-after-read sync that then had to order them
+  // serialized the two (a bidirectional GRU's directions ran one after the other).
+  // The sync order is the step order, so a step's times are taken as envelopes that
+  // follow it: from the earliest start of any later step to the latest finish of any
+  // earlier one. Two values then share bytes only where every step of the first
+  // finishes before any step of the second starts. Times become ranks, an end before a
+  // start at the same time, so a step may reuse what the step before it released.
+  std::vector<int> first_rank(plan.steps.size()), last_rank(plan.steps.size());
+  if (plan.worker_count > 1) {
+    const size_t S = plan.steps.size();
+    std::vector<double> start(S), finish(S), times;
+    for (size_t s = 0; s < S; ++s) {
+      const std::vector<StepPart>& parts = plan.steps[s].parts;
+      start[s] = parts.empty() ? 0 : parts[0].start_us;
+      finish[s] = parts.empty() ? 0 : parts[0].finish_us;
+      for (const StepPart& p : parts) {
+        start[s] = std::min(start[s], p.start_us);
+        finish[s] = std::max(finish[s], p.finish_us);
+      }
+    }
+    for (size_t s = S; s-- > 1;) start[s - 1] = std::min(start[s - 1], start[s]);
+    for (size_t s = 1; s < S; ++s) finish[s] = std::max(finish[s], finish[s - 1]);
+    times.insert(times.end(), start.begin(), start.end());
+    times.insert(times.end(), finish.begin(), finish.end());
+    std::sort(times.begin(), times.end());
+    times.erase(std::unique(times.begin(), times.end()), times.end());
+    auto rank = [&](double t) { return static_cast<int>(std::lower_bound(times.begin(), times.end(), t) - times.begin()); };
+    for (size_t s = 0; s < S; ++s) {
+      first_rank[s] = 2 * rank(start[s]) + 1;
+      last_rank[s] = 2 * rank(finish[s]);
+    }
+  }
   std::vector<memory::Interval> intervals;
   for (auto& [v, range] : live) {
     plan.arena_values.push_back({v, v->byte_size(), range.first, range.second});
-    intervals.push_back({v->byte_size(), range.first, range.second});
+    if (plan.worker_count > 1) intervals.push_back({v->byte_size(), first_rank[range.first], last_rank[range.second]});
+    else intervals.push_back({v->byte_size(), range.first, range.second});
   }
   memory::ArenaPlan arena = memory::plan_arena(intervals, kAlign);
   for (size_t i = 0; i < plan.arena_values.size(); ++i)
