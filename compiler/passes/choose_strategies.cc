@@ -21,7 +21,7 @@ void choose_strategies(Graph& graph, const ops::TargetTraits& target) {
     // after another (each direction's weights and states stay in cache through its
     // steps). Both forms compute every element the same way.
     if (node.op_type == "LSTM" || node.op_type == "GRU" || node.op_type == "RNN") {
-      if (target.workers > 1) node.attrs["phased"] = int64_t{1};
+      if (target.workers > 1 && !node.has_attr("direction_stream")) node.attrs["phased"] = int64_t{1};
       else node.attrs.erase("phased");
     }
     if (node.op_type == "ConvTranspose") {

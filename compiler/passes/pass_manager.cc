@@ -47,6 +47,7 @@ PassManager default_pipeline(int64_t gemm_panel_width, bool winograd, bool fuse_
   pm.add("fold_constants_2", fold_constants);
   pm.add("fuse_patterns", fuse_patterns);
   pm.add("split_wide_ops", split_wide_ops);
+  pm.add("split_directions", [target](Graph& g) { split_directions(g, target.workers); });
   if (winograd) pm.add("winograd_weights", [target](Graph& g) { winograd_weights(g, target); });
   pm.add("pack_weights", [gemm_panel_width, target](Graph& g) { pack_weights(g, gemm_panel_width, target); });
   pm.add("fuse_epilogues", fuse_epilogues);

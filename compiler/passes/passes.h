@@ -27,6 +27,11 @@ void decompose_batchnorm(Graph& graph);
 void fuse_patterns(Graph& graph);
 // Concat/Sum/Max/Min with more inputs than a step can bind → a tree of the same op.
 void split_wide_ops(Graph& graph);
+// For several workers: a bidirectional LSTM, GRU or RNN with constant weights becomes
+// one node per direction (attribute `direction_stream`) joined by Concat, so the two
+// directions run side by side on two workers instead of handing their state between
+// cores at every time step.
+void split_directions(Graph& graph, uint32_t workers);
 // Lays out weights the way kernels read them: Gemm's B as [K,N]; with a panel width
 // (the target's GEMM tile width), constant GEMM B as tile-wide panels, and a
 // convolution over few output pixels as transposed W^T panels, when they fill the

@@ -667,6 +667,62 @@ TEST(ChooseStrategiesTest, LargeStridedStemsTakePhasePlanesUpToAnOutputBound) {
 
 // ---- the default pipeline ----------------------------------------------------------------------
 
+// ---- split_directions ---------------------------------------------------------------------------
+
+// A bidirectional recurrence compiled for several workers becomes one node per
+// direction joined by Concat: the reference gives the same outputs, and the compiled
+// halves give the bits of the one bidirectional kernel (which a one-worker plan runs),
+// for both layouts (batch-major states slice on axis 1), per-direction activations,
+// initial states and every output.
+TEST(SplitDirectionsTest, DirectionsBecomeTwoNodesWithTheSameBits) {
+  for (const auto& [op, layout] : std::vector<std::pair<std::string, int64_t>>{{"LSTM", 1}, {"GRU", 0}, {"RNN", 0}}) {
+      SCOPED_TRACE(fmt::format("{} layout {}", op, layout));
+      const int64_t G = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1, S = 5, B = 2, In = 7, H = 20;
+      Graph g;
+      g.name = "bi";
+      g.opset = 14;
+      Value* x = add_input(g, "x", layout ? Shape{B, S, In} : Shape{S, B, In});
+      const Shape state = layout ? Shape{B, 2, H} : Shape{2, B, H};
+      std::vector<Value*> ins = {x, g.add_constant("w", testing::random_f32({2, G * H, In}, 1, -0.5f, 0.5f)),
+                                 g.add_constant("r", testing::random_f32({2, G * H, H}, 2, -0.5f, 0.5f)),
+                                 g.add_constant("b", testing::random_f32({2, 2 * G * H}, 3)), nullptr,
+                                 g.add_constant("h0", testing::random_f32(state, 4))};
+      if (op == "LSTM") ins.push_back(g.add_constant("c0", testing::random_f32(state, 5)));
+      ops::Attrs attrs;
+      attrs["hidden_size"] = H;
+      attrs["direction"] = std::string("bidirectional");
+      attrs["layout"] = layout;
+      // Different functions per direction: a half that took the other's would differ.
+      attrs["activations"] = std::string(op == "LSTM" ? "Sigmoid,Tanh,Tanh,Sigmoid,Relu,Tanh"
+                                         : op == "GRU"  ? "Sigmoid,Tanh,Sigmoid,Relu"
+                                                        : "Tanh,Relu");
+      Node* n = add_op(g, op, ins, attrs, 14, op == "LSTM" ? 3 : 2);
+      for (Value* v : n->outputs) g.outputs.push_back(v);
+      const std::vector<Tensor> inputs = {testing::random_f32(x->shape, 6)};
+      const std::map<const Value*, Tensor> want = testing::evaluate_graph(g, inputs);
+      std::vector<Tensor> want_outputs;
+      for (const Value* v : g.outputs) want_outputs.push_back(want.at(v));
+      std::vector<std::pair<DType, Shape>> shapes;
+      for (const Value* v : g.outputs) shapes.emplace_back(v->dtype, v->shape);
+      const std::vector<Tensor> fused = testing::LoadedModule(testing::compile_graph(g).module_bytes).run(inputs, shapes);
+
+      passes::split_directions(g, 1);
+      EXPECT_EQ(g.nodes().size(), 1u) << "one worker keeps the bidirectional node";
+      passes::split_directions(g, 2);
+      verify_graph(g);
+      std::vector<std::string> ops_left;
+      for (const auto& node : g.nodes()) ops_left.push_back(node->op_type + ":" + node->attr_string("direction", "-"));
+      EXPECT_EQ(std::count(ops_left.begin(), ops_left.end(), op + ":forward"), 1) << fmt::format("{}", fmt::join(ops_left, " "));
+      EXPECT_EQ(std::count(ops_left.begin(), ops_left.end(), op + ":reverse"), 1) << fmt::format("{}", fmt::join(ops_left, " "));
+      const std::map<const Value*, Tensor> got = testing::evaluate_graph(g, inputs);
+      const std::vector<Tensor> split = testing::LoadedModule(testing::compile_graph(g, "host", 2).module_bytes).run(inputs, shapes);
+      for (size_t o = 0; o < g.outputs.size(); ++o) {
+        EXPECT_TRUE(testing::tensors_near(got.at(g.outputs[o]), want_outputs[o], Tolerance::exact())) << "reference, output " << o;
+        EXPECT_EQ(split[o].bytes, fused[o].bytes) << "compiled, output " << o;
+      }
+    }
+}
+
 TEST(PassManagerTest, DefaultPipelineOrderAndDumps) {
   passes::PassManager pm = passes::default_pipeline();
   // These run in this order (other passes may sit between them).
