@@ -99,6 +99,7 @@ void split_directions(Graph& graph, uint32_t workers) {
       join->attrs["axis"] = axis;
       join->opset = 13;
       concat->infer(*join);
+      join->outputs[0]->name = out->name;  // a graph output keeps its name
       graph.replace_all_uses(out, join->outputs[0]);
     }
     graph.remove_node(node);

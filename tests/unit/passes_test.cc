@@ -673,7 +673,7 @@ TEST(ChooseStrategiesTest, LargeStridedStemsTakePhasePlanesUpToAnOutputBound) {
 // direction joined by Concat: the reference gives the same outputs, and the compiled
 // halves give the bits of the one bidirectional kernel (which a one-worker plan runs),
 // for both layouts (batch-major states slice on axis 1), per-direction activations,
-// initial states and every output.
+// initial states and every output, which keeps its name.
 TEST(SplitDirectionsTest, DirectionsBecomeTwoNodesWithTheSameBits) {
   for (const auto& [op, layout] : std::vector<std::pair<std::string, int64_t>>{{"LSTM", 1}, {"GRU", 0}, {"RNN", 0}}) {
       SCOPED_TRACE(fmt::format("{} layout {}", op, layout));
@@ -698,6 +698,8 @@ TEST(SplitDirectionsTest, DirectionsBecomeTwoNodesWithTheSameBits) {
                                                         : "Tanh,Relu");
       Node* n = add_op(g, op, ins, attrs, 14, op == "LSTM" ? 3 : 2);
       for (Value* v : n->outputs) g.outputs.push_back(v);
+      std::vector<std::string> names;
+      for (const Value* v : g.outputs) names.push_back(v->name);
       const std::vector<Tensor> inputs = {testing::random_f32(x->shape, 6)};
       const std::map<const Value*, Tensor> want = testing::evaluate_graph(g, inputs);
       std::vector<Tensor> want_outputs;
@@ -717,6 +719,7 @@ TEST(SplitDirectionsTest, DirectionsBecomeTwoNodesWithTheSameBits) {
       const std::map<const Value*, Tensor> got = testing::evaluate_graph(g, inputs);
       const std::vector<Tensor> split = testing::LoadedModule(testing::compile_graph(g, "host", 2).module_bytes).run(inputs, shapes);
       for (size_t o = 0; o < g.outputs.size(); ++o) {
+        EXPECT_EQ(g.outputs[o]->name, names[o]) << "graph outputs keep their names";
         EXPECT_TRUE(testing::tensors_near(got.at(g.outputs[o]), want_outputs[o], Tolerance::exact())) << "reference, output " << o;
         EXPECT_EQ(split[o].bytes, fused[o].bytes) << "compiled, output " << o;
       }
