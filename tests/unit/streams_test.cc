@@ -35,7 +35,7 @@ std::vector<Task> random_tasks(std::mt19937& rng, uint32_t workers, int steps) {
         t.accesses.push_back(Access{0, b, b + 1 + rng() % 16, false});
       }
       t.accesses.push_back(Access{0, out + 8 * k, out + 8 * k + 8, true});
-      if (rng() % 4 == 0) t.accesses.push_back(Access{1, 64 * k, 64 * k + 64, true});  // an output buffer
+      if (rng() % 4 == 0) t.accesses.push_back(Access{1, 64u * k, 64u * k + 64, true});  // an output buffer
       (void)width;
       tasks.push_back(std::move(t));
     }
