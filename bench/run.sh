@@ -31,7 +31,8 @@
 # Set-up it does when needed: installs onnxruntime-node into bench/node_modules, builds
 # ingot (scripts/build.sh) when build/bin/ingot is missing, exports the models into
 # bench/models, bench/zoo/models or bench/sweep/cases (cached), builds and runs the peak
-# probe (and for the sweep the bandwidth probe). Then compiles every model with
+# probe (and for the sweep the bandwidth probe; otherwise the CPU-distance probe, which
+# runs around every round on several threads). Then compiles every model with
 # `build/bin/ingot compile`, measures, prints the table and writes the results. Exit
 # status: 0 done, 1 done but a model failed or outputs differ, 2 set-up or usage error.
 set -euo pipefail
@@ -108,6 +109,10 @@ mkdir -p bench/work
 if [ ! -x bench/work/peak ] || [ bench/peak.c -nt bench/work/peak ]; then
   step "building the peak probe"
   cc -O2 -o bench/work/peak bench/peak.c
+fi
+if [ $MODE != sweep ] && { [ ! -x bench/work/handoff ] || [ bench/handoff.c -nt bench/work/handoff ]; }; then
+  step "building the CPU-distance probe"
+  cc -O2 -pthread -o bench/work/handoff bench/handoff.c
 fi
 PEAK_JSON="{}"
 if [ -z "$PEAK" ]; then

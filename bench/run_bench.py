@@ -54,6 +54,8 @@ MIN_ITERATIONS = 5        # per engine and round, when sized by the time budget
 MAX_ITERATIONS = 20000
 MAX_WARMUP = 100
 PROC_TIMEOUT_S = 900
+HANDOFF = os.path.join(WORK, "handoff")   # bench/handoff.c, built by bench/run.sh
+NEAR_NS = 200   # round trips under this: the two CPUs are near (bench/README.md, "CPU distance")
 
 
 def log(msg):
@@ -136,6 +138,27 @@ def ort_bench(model, inp, iterations, warmup, output=None, threads=1):
     return {k: r[k] for k in ("min", "median", "p90", "p99", "max", "mean", "stddev")}, r
 
 
+def handoff_ns():
+    """One sample of the round trip of a cache line between the first two CPUs this
+    process may run on (bench/handoff.c), in ns; None where the probe is not built or
+    does not answer. Two workers' speed follows it on machines whose vCPUs move."""
+    if not os.access(HANDOFF, os.X_OK):
+        return None
+    rc, out, _ = run_proc([HANDOFF, "1", "0"], timeout=5)
+    try:
+        return float(out.split(":")[1].split()[0]) if rc == 0 else None
+    except (IndexError, ValueError):
+        return None
+
+
+def distance(samples):
+    """'near' or 'far' when both probes around a round agree, else 'mixed' (None: unknown)."""
+    if not samples or any(x is None for x in samples):
+        return None
+    near = [x < NEAR_NS for x in samples]
+    return "near" if all(near) else "far" if not any(near) else "mixed"
+
+
 # ------------------------------------------------------------------ measuring
 
 def sizes(estimate_us, args):
@@ -163,6 +186,11 @@ def aggregate(rounds):
         agg["round_iqr"] = (q3 - q1) / agg["median"]   # middle half of the round medians
     else:
         agg["round_iqr"] = 0.0
+    # Rounds on several threads, split by the CPU distance measured around them.
+    for mode in ("near", "far"):
+        meds = [r["median"] for r in rounds if r.get("cpus") == mode]
+        agg["rounds_" + mode] = len(meds)
+        agg["median_" + mode] = statistics.median(meds) if meds else None
     return agg
 
 
@@ -241,6 +269,9 @@ def measure_model(name, args, manifest, models_dir=MODELS_DIR):
         for e in order:
             n, w = plan[e]
             threads = int(e[len("ingot"):] or 1) if e.startswith("ingot") else int(e[len("ort"):] or 1)
+            # Several threads: the CPU distance before and after the round (it can change
+            # within seconds), so that near and far rounds can be told apart.
+            probe = [handoff_ns()] if threads > 1 else []
             try:
                 if e.startswith("ingot"):
                     stats = ingot_bench(modules[threads], inp, n, w)
@@ -251,6 +282,10 @@ def measure_model(name, args, manifest, models_dir=MODELS_DIR):
                 log(f"[{name}] {e} round {r + 1}: {err}")
                 continue
             stats["iterations"], stats["warmup"] = n, w
+            if probe:
+                probe.append(handoff_ns())
+                stats["handoff_ns"] = probe
+                stats["cpus"] = distance(probe)
             rounds[e].append(stats)
             # Re-size from this round's mean, which includes the time lost to preemption
             # on a busy machine, so that a round keeps to about the budget.
@@ -300,6 +335,14 @@ def derive(results, peak, ratio_models=RATIO_MODELS):
                 r[f"ingot_p99_over_median_t{n}"] = i_n["p99"] / i_n["median"] if i_n["median"] > 0 else None
             if o and o_n:
                 r[f"ort_speedup_t{n}"] = o["median"] / o_n["median"]
+            for mode in ("near", "far"):   # the same, from the rounds of one CPU distance
+                m_i, m_o = (i_n or {}).get("median_" + mode), (o_n or {}).get("median_" + mode)
+                if i and m_i:
+                    r[f"ingot_speedup_t{n}_{mode}"] = i["median"] / m_i
+                if o and m_o:
+                    r[f"ort_speedup_t{n}_{mode}"] = o["median"] / m_o
+                if m_i and m_o:
+                    r[f"ratio_t{n}_{mode}"] = m_i / m_o
     ratios = [by[m]["ratio_floor"] for m in ratio_models if m in by and "ratio_floor" in by[m]]
     raw = [by[m]["ratio"] for m in ratio_models if m in by and "ratio_floor" in by[m]]
     gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
@@ -310,6 +353,11 @@ def derive(results, peak, ratio_models=RATIO_MODELS):
         sp = [by[m][f"ingot_speedup_t{n}"] for m in ratio_models if m in by and f"ingot_speedup_t{n}" in by[m]]
         multi[str(n)] = {"geomean_ratio": gm(rs), "worst_ratio": max(rs) if rs else None,
                          "geomean_ingot_speedup": gm(sp), "models": len(rs)}
+        for mode in ("near", "far"):
+            for key in (f"ingot_speedup_t{n}_{mode}", f"ort_speedup_t{n}_{mode}", f"ratio_t{n}_{mode}"):
+                xs = [by[m][key] for m in ratio_models if m in by and key in by[m]]
+                multi[str(n)]["geomean_" + key.replace(f"_t{n}", "")] = gm(xs)
+                multi[str(n)]["models_" + key.replace(f"_t{n}", "")] = len(xs)
     return {
         "threads": multi,
         "geomean_ratio_floor": gm(ratios),
@@ -423,6 +471,43 @@ def summary_lines(summary, peak, rounds, by):
     lines.append(f"Peak: {peak:.1f} GFLOP/s fp32 FMA on one core (bench/peak.c). Times are µs; each "
                  f"figure is the median over {rounds} alternating round{'s' if rounds != 1 else ''} of that "
                  f"round's statistic.")
+    return lines
+
+
+def distance_rows(rows_of, counts):
+    """Per extra thread count, the columns split by CPU distance (near/far rounds, from
+    bench/handoff.c around each round); None where no round was probed."""
+    if not any((r.get(f"ingot{n}") or {}).get("rounds_near", 0) + (r.get(f"ingot{n}") or {}).get("rounds_far", 0)
+               for r in rows_of for n in counts[1:]):
+        return None, None
+    cols = ["model"]
+    for n in counts[1:]:
+        cols += [f"rounds near/far {n}w·{n}t", f"ingot {n}w/1w × near", "far", f"ORT {n}t/1t × near", "far",
+                 f"ratio {n} near", "far"]
+    rows = []
+    for r in rows_of:
+        cells = [r["model"]]
+        for n in counts[1:]:
+            i_n, o_n = r.get(f"ingot{n}") or {}, r.get(f"ort{n}") or {}
+            cells += [f"{i_n.get('rounds_near', 0)}/{i_n.get('rounds_far', 0)} · "
+                      f"{o_n.get('rounds_near', 0)}/{o_n.get('rounds_far', 0)}"]
+            for key in ("ingot_speedup", "ort_speedup", "ratio"):
+                cells += [num(r.get(f"{key}_t{n}_near"), ".2f"), num(r.get(f"{key}_t{n}_far"), ".2f")]
+        rows.append(cells)
+    return cols, rows
+
+
+def distance_lines(summary):
+    lines = []
+    for n, t in summary.get("threads", {}).items():
+        parts = []
+        for mode in ("near", "far"):
+            a, b, c = (t.get(f"geomean_{k}_{mode}") for k in ("ingot_speedup", "ort_speedup", "ratio"))
+            if a or b:
+                parts.append(f"{mode}: ingot {n}w/1w {num(a, '.2f')}× over {t.get(f'models_ingot_speedup_{mode}', 0)} "
+                             f"models, ORT {n}t/1t {num(b, '.2f')}×, ingot/ORT {num(c, '.2f')}")
+        if parts:
+            lines.append(f"By CPU distance, geometric means over the rounds of one distance ({'; '.join(parts)}).")
     return lines
 
 
@@ -554,6 +639,8 @@ def main():
     rows = [row(by[m], args.thread_counts) for m in table_models]
     cols = columns(args.thread_counts)
     lines = summary_lines(summary, peak, args.rounds, by)
+    dist_cols, dist_rows = distance_rows([by[m] for m in table_models], args.thread_counts)
+    dist_lines = distance_lines(summary)
     probs = problems(results)
     noise = noise_notes(results)
 
@@ -562,6 +649,11 @@ def main():
     print()
     for line in lines:
         print(line.replace("**", ""))
+    if dist_rows:
+        print()
+        print(text_table(dist_rows, dist_cols))
+        for line in dist_lines:
+            print(line)
     if probs:
         print("\nProblems:")
         for p in probs:
@@ -606,6 +698,13 @@ def main():
              f"iterations per engine and round sized to ~{args.budget:g} s (min {MIN_ITERATIONS})"),
           "", md_table(rows, cols), ""]
     md += lines
+    if dist_rows:
+        md += ["", "## Several threads by CPU distance", "",
+               f"Before and after every round on several threads, bench/handoff.c timed a cache line's round "
+               f"trip between the first two CPUs: a round is near when both samples were under {NEAR_NS} ns, "
+               f"far when both were over (rounds in between are in neither). Speed-ups divide the one-thread "
+               f"median by the median of that distance's rounds. See bench/README.md.", "",
+               md_table(dist_rows, dist_cols), ""] + dist_lines
     md += ["", "Columns: medians and p99 in µs (median over rounds of each round's figure); "
            "ratio = ingot median / ORT median; ratio −floor = ingot median / (ORT median − ORT "
            "`null` median); max abs diff between the two engines' outputs on the same input "
