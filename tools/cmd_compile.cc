@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <memory>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -51,6 +52,12 @@ driver::CompileOptions compile_options(const CompileArgs& args) {
   }
   options.cc = args.cc;
   options.keep_temps = args.keep_temps;
+  options.cache_dir = args.cache_dir;
+  if (!args.cache_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.cache_dir, ec);
+    if (!std::filesystem::is_directory(args.cache_dir, ec)) fail("--cache-dir: '{}' is not a folder that can be made", args.cache_dir);
+  }
   options.workers = parse_workers(args.workers);
   options.arena_guard = args.arena_guard ? INGOT_ARENA_ALIGNMENT : 0;
   if (args.output.empty()) fail("-o: empty output path");
@@ -146,6 +153,10 @@ CommandFn add_compile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--keep-temps", args->keep_temps,
                 "Keep the generated C sources in a temporary folder (debugging)");
+  cmd->add_option("--cache-dir", args->cache_dir,
+                  "Keep compiled kernel objects in DIR and reuse them when the compiler, flags and kernel "
+                  "text are the same (default: $INGOT_CACHE_DIR; none when unset)")
+      ->type_name("DIR");
   cmd->add_flag("--arena-guard", args->arena_guard,
                 "Leave a 64-byte gap after every arena buffer, so 'ingot run --check-arena' also "
                 "sees a step overrun one of its own buffers into the next (testing)");

@@ -140,6 +140,59 @@ std::vector<std::string> speed_flags(int opt_level) {
   return {"-ffp-contract=fast", "-fno-trapping-math", "--param=max-completely-peel-times=4"};
 }
 
+// 128 bits over a text (two 64-bit hashes of different construction), in hex: names a
+// cached object. Accidental collisions are what it must avoid; nothing here is secret.
+std::string hash_hex(std::string_view text) {
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x9e3779b97f4a7c15ull ^ text.size();
+  for (unsigned char c : text) {
+    a = (a ^ c) * 0x100000001b3ull;     // FNV-1a
+    b = (b ^ c) * 0xff51afd7ed558ccdull;  // multiply and fold
+    b ^= b >> 29;
+  }
+  return fmt::format("{:016x}{:016x}", a, b);
+}
+
+// The kernel object cache (NativeOptions::cache_dir): where a unit's object lives.
+// Every failure here (an unwritable folder, a vanished entry) only means the C
+// compiler runs, as it would without a cache.
+class ObjectCache {
+ public:
+  // |compiler_id| is the C compiler's --version text; |flags| the command line without
+  // the file names. Empty |dir|: off.
+  ObjectCache(std::string dir, const std::string& compiler_id, const std::vector<std::string>& flags)
+      : dir_(std::move(dir)) {
+    if (dir_.empty()) return;
+    common_ = "ingot kernel object cache 1\n" + compiler_id + "\n";
+    for (const std::string& f : flags) common_ += f + '\0';
+    for (const EmbeddedFile& h : embedded_kernel_headers())
+      common_ += fmt::format("\n{} {}\n{}", h.name, h.content.size(), h.content);
+  }
+  bool enabled() const { return !dir_.empty(); }
+  fs::path entry(const std::string& unit_text) const {
+    const std::string key = hash_hex(common_ + "\nunit\n" + unit_text);
+    return fs::path(dir_) / key.substr(0, 2) / (key + ".o");
+  }
+  // Copies a cached object to |object|; false when there is none.
+  static bool fetch(const fs::path& entry, const fs::path& object) {
+    std::error_code ec;
+    if (!fs::is_regular_file(entry, ec) || fs::file_size(entry, ec) == 0 || ec) return false;
+    return fs::copy_file(entry, object, fs::copy_options::overwrite_existing, ec) && !ec;
+  }
+  // Keeps |object| under |entry|: copied beside it, then renamed, so that a reader (in
+  // another process too) sees a whole file or none.
+  static void store(const fs::path& object, const fs::path& entry) {
+    std::error_code ec;
+    fs::create_directories(entry.parent_path(), ec);
+    const fs::path part = entry.string() + fmt::format(".part{}", static_cast<long>(getpid()));
+    if (fs::copy_file(object, part, fs::copy_options::overwrite_existing, ec) && !ec) fs::rename(part, entry, ec);
+    if (ec) fs::remove(part, ec);
+  }
+
+ private:
+  std::string dir_;
+  std::string common_;
+};
+
 class TempDir {
  public:
   explicit TempDir(bool keep) : keep_(keep) {
@@ -215,7 +268,12 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
   for (const std::string& f : speed_flags(options.opt_level)) cc.push_back(f);
   if (target.arch == INGOT_ARCH_X86_64) cc.push_back("-fcf-protection=none");
   cc.insert(cc.end(), target.cflags.begin(), target.cflags.end());
-  std::vector<fs::path> objects, logs;
+  // With a cache, the compiler's identity is part of every key: its --version text.
+  std::string compiler_id;
+  if (!options.cache_dir.empty() && run({compiler, "--version"}, log) == 0) compiler_id = slurp(log);
+  const ObjectCache cache(compiler_id.empty() ? std::string() : options.cache_dir, compiler_id,
+                          std::vector<std::string>(cc.begin() + 1, cc.end()));
+  std::vector<fs::path> objects, logs, entries;
   std::vector<std::vector<std::string>> commands;
   for (size_t u = 0; u < units.size(); ++u) {
     const std::string stem = units.size() == 1 ? "model" : fmt::format("model{}", u);
@@ -224,6 +282,11 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
     if (u == 0) text += source.helpers;
     { std::ofstream(dir.path() / (stem + ".c"), std::ios::binary) << text; }
     objects.push_back(dir.path() / (stem + ".o"));
+    if (cache.enabled()) {
+      fs::path entry = cache.entry(text);
+      if (ObjectCache::fetch(entry, objects.back())) continue;
+      entries.push_back(std::move(entry));
+    }
     logs.push_back(dir.path() / (stem + ".log"));
     std::vector<std::string> argv = cc;
     argv.insert(argv.end(), {"-I", dir.path().string(), "-c", (dir.path() / (stem + ".c")).string(), "-o", objects.back().string()});
@@ -231,7 +294,7 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
   }
   // Every started compiler is waited for, even after a failure: the folder they write
   // into is removed on the way out.
-  const size_t jobs = std::min<size_t>(units.size(), usable_cpus());
+  const size_t jobs = std::min<size_t>(std::max<size_t>(commands.size(), 1), usable_cpus());
   std::vector<std::pair<pid_t, size_t>> running;
   int failed = -1;
   size_t next = 0;
@@ -252,6 +315,7 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
     if (wait_exit(pid) != 0 && failed < 0) failed = static_cast<int>(unit);
   }
   if (failed >= 0) fail("C compiler failed on generated code: {}", first_error_line(slurp(logs[failed])));
+  for (size_t c = 0; c < entries.size(); ++c) ObjectCache::store(commands[c].back(), entries[c]);
 
   std::vector<std::string> link = {tool_for(compiler, "ld"), "-nostdlib", "-static", "-pie", "--no-dynamic-linker",
                                    "--gc-sections", "-T", (dir.path() / "flat.ld").string()};

@@ -21,6 +21,11 @@ struct NativeOptions {
   std::string cc;           // C compiler; empty: the target's (cc, arm-none-eabi-gcc)
   int opt_level = 2;        // 0, 2, or 3 for size (-Os)
   bool keep_temps = false;  // keep the work folder and print its path
+  // A folder that keeps each compiled translation unit under a hash of everything
+  // that makes it (the compiler's --version text, the flags, the kernel headers, the
+  // unit's text); a later compile with the same hash copies the object instead of
+  // running the C compiler. Empty: no cache. Entries are never removed by ingot.
+  std::string cache_dir;
 };
 
 // Compiles, links at address 0 with a script that places the helpers (memcpy-like

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -51,6 +55,67 @@ TEST(CompileNativeTest, KernelUnitsBalanceTextAndKeepOneUnitForSizeAndBareMetal)
   EXPECT_LT(largest, total / units.size() + 600) << "no unit more than one kernel above the mean";
   EXPECT_EQ(kernel_units(s, target::resolve("x86_64-avx2"), 3).size(), 1u) << "size build";
   EXPECT_EQ(kernel_units(s, target::resolve("cortex-m4"), 2).size(), 1u) << "bare metal";
+}
+
+// Two kernels that compile on their own: one unit, a prelude, helpers.
+CSource two_kernels(int constant) {
+  CSource s;
+  s.prelude = "#define INGOT_KERNEL_EXPORT __attribute__((used, visibility(\"hidden\"), section(\".text.ingot_kernel\")))\n";
+  s.kernel_code = {"INGOT_KERNEL_EXPORT int ingot_kernel_0(int x) { return x + " + std::to_string(constant) + "; }\n",
+                   "INGOT_KERNEL_EXPORT int ingot_kernel_1(int x) { return x * 3; }\n"};
+  s.kernel_symbols = {"ingot_kernel_0", "ingot_kernel_1"};
+  return s;
+}
+
+// How many times the C compiler at |log| was asked to compile a file (-c).
+int compiles_logged(const std::filesystem::path& log) {
+  std::ifstream in(log);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) n += line.find(" -c ") != std::string::npos;
+  return n;
+}
+
+TEST(CompileNativeTest, ObjectCacheSkipsTheCompilerOnlyForTheSameUnit) {
+  namespace fs = std::filesystem;
+  const fs::path work = fs::temp_directory_path() / ("ingot-cache-test-" + std::to_string(getpid()));
+  fs::remove_all(work);
+  fs::create_directories(work);
+  // A compiler that logs its command lines and hands them to cc.
+  const fs::path wrapper = work / "logging-cc", log = work / "calls.txt";
+  std::ofstream(wrapper) << "#!/bin/sh\necho \"$*\" >> " << log.string() << "\nexec cc \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const target::Target host = target::resolve("x86_64");
+  NativeOptions options;
+  options.cc = wrapper.string();
+  options.cache_dir = (work / "cache").string();
+
+  const NativeCode first = compile_native(two_kernels(7), host, options);
+  EXPECT_EQ(compiles_logged(log), 1) << "an empty cache: the unit is compiled";
+  const NativeCode again = compile_native(two_kernels(7), host, options);
+  EXPECT_EQ(compiles_logged(log), 1) << "the same unit again: taken from the cache";
+  EXPECT_EQ(again.code, first.code);
+  EXPECT_EQ(again.kernel_offsets, first.kernel_offsets);
+
+  const NativeCode other = compile_native(two_kernels(8), host, options);
+  EXPECT_EQ(compiles_logged(log), 2) << "another kernel text: compiled";
+  EXPECT_NE(other.code, first.code);
+  NativeOptions size = options;
+  size.opt_level = 3;
+  compile_native(two_kernels(7), host, size);
+  EXPECT_EQ(compiles_logged(log), 3) << "other flags: compiled";
+
+  // An empty entry (a full disk, say) is not an object: the compiler runs again.
+  for (const auto& e : fs::recursive_directory_iterator(work / "cache"))
+    if (e.is_regular_file()) std::ofstream(e.path(), std::ios::trunc);
+  EXPECT_EQ(compile_native(two_kernels(7), host, options).code, first.code);
+  EXPECT_EQ(compiles_logged(log), 4);
+
+  // Without a cache folder nothing is kept or looked up.
+  options.cache_dir.clear();
+  compile_native(two_kernels(7), host, options);
+  EXPECT_EQ(compiles_logged(log), 5);
+  fs::remove_all(work);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "compiler/driver/version.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -206,6 +207,8 @@ void compile(const CompileOptions& options) {
   native_options.cc = options.cc;
   native_options.opt_level = options.opt_level;
   native_options.keep_temps = options.keep_temps;
+  native_options.cache_dir = options.cache_dir;
+  if (const char* env = std::getenv("INGOT_CACHE_DIR"); native_options.cache_dir.empty() && env) native_options.cache_dir = env;
 
   emit::ModuleContents m = pack_module_contents(*graph, plan, source, target, std::string("ingot ") + compiler_version());
   m.strip = options.strip;

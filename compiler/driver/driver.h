@@ -29,6 +29,9 @@ struct CompileOptions {
   std::vector<InputShapeOverride> input_shapes;
   std::string cc;                       // C compiler for kernels; empty: the target's
   bool keep_temps = false;              // leave the generated C in a temp dir (debugging)
+  // Compiled kernel objects are kept and reused here (codegen::NativeOptions::cache_dir);
+  // empty: $INGOT_CACHE_DIR when set, else no cache.
+  std::string cache_dir;
   uint32_t workers = 1;                 // step lists (streams); the plan may use fewer
   uint64_t arena_guard = 0;             // bytes of canary gap after every arena buffer
 };

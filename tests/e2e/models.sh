@@ -10,6 +10,11 @@ BUILD=$(cd "$1" && pwd)
 SRC=$(cd "$2" && pwd)
 shift 2
 INGOT="$BUILD/bin/ingot"
+# Compiled kernel objects are shared between the drivers and kept between runs (the
+# opset-17 twins and the 2-4 worker plans repeat most kernels); the key is the
+# compiler, its flags and the kernel text (codegen::NativeOptions::cache_dir), and
+# e2e_reproducible checks compiles without it.
+export INGOT_CACHE_DIR="$BUILD/kernel-cache"
 PY=/usr/bin/python3
 MODELS_DIR="$BUILD/models"
 WORK="$BUILD/e2e-models"

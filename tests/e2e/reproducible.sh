@@ -6,6 +6,7 @@ set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=$(cd "$2" && pwd)
 INGOT="$BUILD/bin/ingot"
+unset INGOT_CACHE_DIR   # every compile here runs the C compiler
 W="$BUILD/e2e-reproducible"
 rm -rf "$W" && mkdir -p "$W/a" "$W/b/deeper"
 # A small CNN with a residual, so the arena holds several values that share space.
