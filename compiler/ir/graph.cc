@@ -32,6 +32,19 @@ std::string Node::attr_string(const std::string& key, const std::string& fallbac
   fail("{}: attribute '{}' is not a string", describe(), key);
 }
 
+std::vector<std::string> Node::attr_strings(const std::string& key) const {
+  std::vector<std::string> out;
+  if (!has_attr(key)) return out;
+  const std::string list = attr_string(key, "");
+  for (size_t start = 0; start <= list.size();) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    out.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::vector<int64_t> Node::attr_ints(const std::string& key, const std::vector<int64_t>& fallback) const {
   auto it = attrs.find(key);
   if (it == attrs.end()) return fallback;

@@ -60,6 +60,9 @@ struct Node {
   std::string attr_string(const std::string& key, const std::string& fallback) const;
   std::vector<int64_t> attr_ints(const std::string& key, const std::vector<int64_t>& fallback = {}) const;
   std::vector<float> attr_floats(const std::string& key) const;
+  // A list-of-strings attribute (kept comma-joined, as the importer writes it); empty
+  // when absent.
+  std::vector<std::string> attr_strings(const std::string& key) const;
   const Tensor* attr_tensor(const std::string& key) const;
 
   Value* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }

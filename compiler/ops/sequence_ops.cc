@@ -108,14 +108,7 @@ RnnGeometry rnn_geometry(const Node& node) {
     names = {"Tanh"};
   size_t per_dir = names.size();
   if (node.has_attr("activations")) {
-    names.clear();
-    std::string list = node.attr_string("activations", "");
-    for (size_t start = 0; start <= list.size();) {
-      size_t comma = list.find(',', start);
-      if (comma == std::string::npos) comma = list.size();
-      names.push_back(list.substr(start, comma - start));
-      start = comma + 1;
-    }
+    names = node.attr_strings("activations");
     if (names.size() == per_dir && g.D == 2) names = repeat_twice(names);
     if (names.size() != per_dir * g.D)
       fail("{}: 'activations' lists {} functions, expected {}", node.describe(), names.size(), per_dir * g.D);

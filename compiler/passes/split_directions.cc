@@ -25,21 +25,12 @@ Value* direction_slice(Graph& graph, const Value* v, int64_t d, int64_t axis, co
   return graph.add_constant(graph.unique_name(name), std::move(part));
 }
 
-// The comma-separated list's entries [first, first + count).
-std::string list_slice(const std::string& list, size_t first, size_t count) {
-  std::vector<std::string> names;
-  for (size_t start = 0; start <= list.size();) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    names.push_back(list.substr(start, comma - start));
-    start = comma + 1;
-  }
+// Entries [first, first + count) of a list, comma-joined as list attributes are kept.
+std::string join_slice(const std::vector<std::string>& names, size_t first, size_t count) {
   std::string out;
   for (size_t i = first; i < first + count && i < names.size(); ++i) out += (out.empty() ? "" : ",") + names[i];
   return out;
 }
-
-size_t list_length(const std::string& list) { return static_cast<size_t>(std::count(list.begin(), list.end(), ',')) + 1; }
 
 }  // namespace
 
@@ -79,8 +70,8 @@ void split_directions(Graph& graph, uint32_t workers) {
       half->opset = node->opset;
       half->attrs["direction"] = std::string(d == 0 ? "forward" : "reverse");
       if (node->has_attr("activations")) {
-        const std::string list = node->attr_string("activations", "");
-        if (list_length(list) == 2 * per_direction) half->attrs["activations"] = list_slice(list, d * per_direction, per_direction);
+        const std::vector<std::string> names = node->attr_strings("activations");
+        if (names.size() == 2 * per_direction) half->attrs["activations"] = join_slice(names, d * per_direction, per_direction);
       }
       // The two halves run side by side on different workers: each stays one step (its
       // time steps in order in cache), not phases split over workers.
