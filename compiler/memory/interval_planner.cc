@@ -146,6 +146,8 @@ ArenaPlan plan_arena(const std::vector<Interval>& intervals, uint64_t alignment)
   return plan;
 }
 
+uint64_t arena_guard_bytes() { return guard_bytes; }
+
 ScopedArenaGuard::ScopedArenaGuard(uint64_t bytes) : previous_(guard_bytes) { guard_bytes = bytes; }
 
 ScopedArenaGuard::~ScopedArenaGuard() { guard_bytes = previous_; }

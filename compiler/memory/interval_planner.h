@@ -40,6 +40,10 @@ ArenaPlan plan_arena(const std::vector<Interval>& intervals, uint64_t alignment 
 // |bytes| longer, so each buffer is followed by at least that many bytes no other
 // buffer live at the same time uses: a canary gap for `ingot run --check-arena`
 // (`ingot compile --arena-guard`). Scopes nest; 0 turns the gap off.
+// The gap ScopedArenaGuard asks for on this thread now (0 without one), for buffers
+// placed outside plan_arena.
+uint64_t arena_guard_bytes();
+
 class ScopedArenaGuard {
  public:
   explicit ScopedArenaGuard(uint64_t bytes);

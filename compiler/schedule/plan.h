@@ -23,11 +23,12 @@ struct Storage {
 };
 
 // One worker's share of a step: workgroups [wg_begin, wg_end) of the dispatch, with
-// its own slice of the step's scratch (slot x scratch_part_bytes).
+// its own slice of the step's scratch, scratch_offset bytes from where the step's
+// scratch value is stored (place_storage sets it).
 struct StepPart {
   uint32_t worker = 0;
   uint32_t wg_begin = 0, wg_end = 1;
-  uint32_t scratch_slot = 0;
+  uint64_t scratch_offset = 0;
   double start_us = 0, finish_us = 0;  // predicted by the cost model (timeline)
 };
 
@@ -83,6 +84,7 @@ struct Plan {
   uint64_t arena_bytes = 0;
   uint64_t arena_no_reuse_bytes = 0;
   uint64_t arena_lower_bound_bytes = 0;
+  uint64_t scratch_zone_bytes = 0;          // the workers' scratch zones (in arena_bytes)
   std::vector<uint8_t> constants;           // packed, each tensor 64-byte aligned
   size_t alias_count = 0;
   // Concat inputs produced straight into their slice of the output (order_steps): the
@@ -107,8 +109,9 @@ struct Plan {
 // targets, whose buffer offsets need an alignment the slices may not have).
 Plan order_steps(const Graph& graph, bool with_scratch = true, bool concat_in_place = true);
 
-// Plans the arena (every part of a split step gets its own scratch slice) and places
-// constants: plan.storage.
+// Plans the arena and places constants: plan.storage. Every part of a split step gets
+// its own scratch slice. On several workers, a part's scratch lies in its worker's own
+// zone at the arena's end, which no other worker's step ever writes.
 void place_storage(Plan& plan, const Graph& graph);
 
 // order_steps + place_storage + sync placement, everything on one worker.

@@ -397,7 +397,7 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
           if (end > begin) {
             const double share = done[end] - done[begin];
             parts.push_back(StepPart{w, static_cast<uint32_t>(step.wg_first + begin), static_cast<uint32_t>(step.wg_first + end),
-                                     static_cast<uint32_t>(parts.size()), start[w], start[w] + share * c});
+                                     0, start[w], start[w] + share * c});
           }
           begin = end;
         }

@@ -239,5 +239,62 @@ TEST(StreamsTest, RecurrentStepsSplitOnlyWhereHalfAStepOutweighsTheHandOver) {
   EXPECT_EQ(workers_for(256), 2u);
 }
 
+// On several workers a part's scratch lies in its worker's own zone: no other worker
+// ever reads or writes those bytes, at any step (the planner had handed one worker's
+// scratch to the other's next step, and writing lines the other core held slowed
+// both). One worker keeps the planner's packing.
+TEST(StreamsTest, ScratchOfEachWorkerIsItsOwn) {
+  auto plan_for = [](uint32_t workers) {
+    auto g = std::make_unique<Graph>();
+    g->name = "chain";
+    g->opset = 13;
+    Value* x = testing::add_input(*g, "x", {1, 64, 56, 56});
+    for (int i = 0; i < 4; ++i)
+      x = testing::add_op(*g, "Conv", {x, g->add_constant("w" + std::to_string(i), testing::random_f32({64, 64, 3, 3}, i))},
+                          {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+              ->outputs[0];
+    g->outputs.push_back(x);
+    const target::Target t = target::resolve("x86_64-avx512");
+    Plan plan = order_steps(*g);
+    const codegen::CSource source = codegen::generate_c(plan, t, workers);
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      plan.steps[s].wg_first = source.step_wg_first[s];
+      plan.steps[s].wg_weights = source.step_wg_weights[s];
+    }
+    partition_workers(plan, source.step_workgroups, workers, driver::cost_model(t));
+    place_storage(plan, *g);
+    place_plan_syncs(plan);
+    return std::make_pair(std::move(g), std::move(plan));
+  };
+  const auto [g1, one] = plan_for(1);
+  EXPECT_EQ(one.scratch_zone_bytes, 0u);
+  const auto [g2, two] = plan_for(2);
+  ASSERT_EQ(two.worker_count, 2u);
+  EXPECT_GT(two.scratch_zone_bytes, 0u);
+  EXPECT_LE(two.scratch_zone_bytes + 1, two.arena_bytes);
+  int scratch_parts = 0, split_with_scratch = 0;
+  for (size_t i = 0; i < two.tasks.size(); ++i) {
+    const auto [s, k] = two.task_part[i];
+    const PlanStep& step = two.steps[s];
+    if (!step.scratch) continue;
+    split_with_scratch += k == 1;
+    const uint64_t at = two.storage.at(step.scratch).offset + part_scratch(step, k, step.scratch->byte_size()).first;
+    const Access* own = nullptr;
+    for (const Access& a : two.tasks[i].accesses)
+      if (a.write && a.begin == at) own = &a;
+    ASSERT_NE(own, nullptr) << step.label;
+    ++scratch_parts;
+    for (const Task& other : two.tasks) {
+      if (other.worker == two.tasks[i].worker) continue;
+      for (const Access& a : other.accesses)
+        EXPECT_TRUE(a.buffer != own->buffer || a.end <= own->begin || own->end <= a.begin)
+            << step.label << ": worker " << two.tasks[i].worker << "'s scratch [" << own->begin << ", " << own->end
+            << ") is touched by worker " << other.worker << " at [" << a.begin << ", " << a.end << ")";
+    }
+  }
+  EXPECT_GE(scratch_parts, 4);
+  EXPECT_GE(split_with_scratch, 1);
+}
+
 }  // namespace
 }  // namespace ingot::schedule
