@@ -47,8 +47,11 @@ bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTra
                            double beyond_l2_margin = 0);
 // 3x3 stride-1 convolutions with constant weights → Winograd F(2x2, 3x3) weights
 // (attribute `winograd`), for the transform-and-GEMM kernel.
-// F(4x4) or F(2x2) per layer, from its image size and the target's L2.
-void winograd_weights(Graph& graph, const ops::TargetTraits& target = {});
+// F(4x4) or F(2x2) per layer, from its image size and the target's L2. A layer whose
+// transformed GEMMs compute half as many multiply-adds again as its plain GEMM (few
+// tiles, padded out to the target's tile) keeps its plain weights, unless
+// |every_tile_count| (kernel tests that cover Winograd on small images).
+void winograd_weights(Graph& graph, const ops::TargetTraits& target = {}, bool every_tile_count = false);
 // Folds single-use elementwise consumers into the producing dispatch's epilogue.
 void fuse_epilogues(Graph& graph);
 // MobileNet's expand → depthwise → project chains → one InvertedResidual node computed

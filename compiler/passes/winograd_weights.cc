@@ -28,7 +28,7 @@ bool wants_winograd(const Node& node) {
 // for each 3x3 filter g, computed in double. The kernel then runs alpha^2 GEMMs on
 // transformed input tiles: m = 4 (4x fewer multiply-adds) or m = 2 (2.25x, and 16
 // weight matrices instead of 36).
-void winograd_weights(Graph& graph, const ops::TargetTraits& target) {
+void winograd_weights(Graph& graph, const ops::TargetTraits& target, bool every_tile_count) {
   static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
   static const double G4[6][3] = {{0.25, 0, 0},
                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
@@ -59,6 +59,29 @@ void winograd_weights(Graph& graph, const ops::TargetTraits& target) {
     if (tiles < width && alpha * alpha * ws[0] * ws[1] * 4 > target.l2_bytes &&
         wants_transposed_gemm(node, width, target, /*beyond_l2_margin=*/1.5))
       continue;
+    // Few tiles per image (a 7x7 output: 16 tiles for m = 2, 4 for m = 4) and a long K:
+    // the GEMMs run transposed, tiles as the tile rows and output channels as its
+    // columns, with each U^T [IC, OC] in GEMM panels [ceil(OC / width), IC, width] (the
+    // same rule as transposed convolutions: fuller tiles by more than 15%). Measured:
+    // 6% faster with 512 input channels on 7x7; slower with 48 or 64 on 13x13
+    // (SqueezeNet), where the short K leaves the tiles' fixed costs and the strided
+    // output transform unpaid.
+    auto fill = [](int64_t n, int64_t block) { return static_cast<double>(n) / static_cast<double>((n + block - 1) / block * block); };
+    const bool transposed_gemms =
+        width == 48 && tiles < width && ws[1] >= 256 && fill(tiles, 8) * fill(ws[0], width) > 1.15 * fill(tiles, width);
+    // The multiply-adds the tiles compute, padding included, per input channel: the
+    // alpha^2 GEMMs over few tiles fill a GEMM tile poorly, and where they cost half as
+    // much again as the plain convolution's GEMM in its better orientation (output
+    // channels or pixels as the tile's columns) the layer runs plainly. DenseNet's
+    // 128 -> 32 channel layers on 7x7 (4 tiles in a 48-wide tile): 89 -> 14 us alone,
+    // densenet121 0.96 of the time; held-out rcnn_13 (26 and 40 channels on 8x8 and
+    // 4x4) and rcnn_21 (69 on 6x6) 0.90. SqueezeNet's 48 -> 192 on 13x13 (1.09x) stays.
+    const auto padded = [](int64_t n, int64_t block) { return static_cast<double>((n + block - 1) / block * block); };
+    const int64_t pixels = y[2] * y[3];
+    const double winograd_work = alpha * alpha * (transposed_gemms ? padded(tiles, 8) * padded(ws[0], width)
+                                                                   : padded(ws[0], 8) * padded(tiles, width));
+    const double plain_work = 9 * std::min(padded(ws[0], 8) * padded(pixels, width), padded(pixels, 8) * padded(ws[0], width));
+    if (!every_tile_count && winograd_work > 1.5 * plain_work) continue;
     auto G = [&](int i, int c) { return m == 4 ? G4[i][c] : G2[i][c]; };
     const Tensor& w = *node.inputs[1]->constant;
     int64_t oc_count = w.shape[0], ic_count = w.shape[1];
@@ -75,15 +98,7 @@ void winograd_weights(Graph& graph, const ops::TargetTraits& target) {
             u.data<float>()[((alpha * i + j) * oc_count + oc) * ic_count + ic] = static_cast<float>(v);
           }
       }
-    // Few tiles per image (a 7x7 output: 16 tiles for m = 2, 4 for m = 4) and a long K:
-    // the GEMMs run transposed, tiles as the tile rows and output channels as its
-    // columns, with each U^T [IC, OC] in GEMM panels [ceil(OC / width), IC, width] (the
-    // same rule as transposed convolutions: fuller tiles by more than 15%). Measured:
-    // 6% faster with 512 input channels on 7x7; slower with 48 or 64 on 13x13
-    // (SqueezeNet), where the short K leaves the tiles' fixed costs and the strided
-    // output transform unpaid.
-    auto fill = [](int64_t n, int64_t block) { return static_cast<double>(n) / static_cast<double>((n + block - 1) / block * block); };
-    if (width == 48 && tiles < width && ic_count >= 256 && fill(tiles, 8) * fill(oc_count, width) > 1.15 * fill(tiles, width)) {
+    if (transposed_gemms) {
       const int64_t panels = (oc_count + width - 1) / width;
       Tensor packed(DType::F32, {alpha * alpha, panels, ic_count, width});
       float* dst = packed.data<float>();

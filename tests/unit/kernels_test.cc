@@ -619,7 +619,7 @@ TEST_P(GemmKernelTest, WinogradConv) {
   const ops::TargetTraits traits = driver::target_traits(target::resolve(GetParam()));
   testing::Compiled compiled = k.run(
       [&](Graph& g) {
-        passes::winograd_weights(g, traits);
+        passes::winograd_weights(g, traits, /*every_tile_count=*/true);
         passes::fuse_epilogues(g);
       },
       GetParam());
@@ -654,6 +654,28 @@ TEST(KernelTest, WinogradLeavesFewTilesWithBigWeights) {
     EXPECT_EQ(n->attr_int("winograd", 0), 0);
     EXPECT_EQ(n->attr_int("b_panel_width", 0), 48);
   }
+}
+
+// Winograd where its GEMMs fill the target's tile: DenseNet's 128 -> 32 channel layer
+// on 7x7 has 4 tiles of F(4x4) in a 48-wide tile (36 x 32 x 48 multiply-adds per input
+// channel against 9 x 32 x 96 plainly) and runs as a plain GEMM (89 -> 14 us alone on a
+// Zen 5); on 14x14 (16 tiles) and SqueezeNet's 48 -> 192 on 13x13 it stays Winograd.
+TEST(KernelTest, WinogradOnlyWhereItsTilesFill) {
+  const ops::TargetTraits traits = driver::target_traits(target::resolve("x86_64-avx512"));
+  auto winograd = [&](std::vector<int64_t> x, std::vector<int64_t> w, bool every_tile_count = false) {
+    Graph g;
+    g.name = "w";
+    g.opset = 13;
+    Node* conv = testing::add_op(g, "Conv", {testing::add_input(g, "x", x), g.add_constant("w", testing::random_f32(w, 1))},
+                                 {{"pads", I{1, 1, 1, 1}}});
+    g.outputs.push_back(conv->outputs[0]);
+    passes::winograd_weights(g, traits, every_tile_count);
+    return conv->attr_int("winograd", 0);
+  };
+  EXPECT_EQ(winograd({1, 128, 7, 7}, {32, 128, 3, 3}), 0);
+  EXPECT_EQ(winograd({1, 128, 7, 7}, {32, 128, 3, 3}, true), 4);
+  EXPECT_EQ(winograd({1, 128, 14, 14}, {32, 128, 3, 3}), 4);
+  EXPECT_EQ(winograd({1, 48, 13, 13}, {192, 48, 3, 3}), 4);
 }
 
 // Against the shifted GEMM's junk columns (output rows of the padded width), a layer

@@ -248,11 +248,12 @@ class WorkgroupSplitTest : public ::testing::TestWithParam<std::string> {
   }
   ops::GemmTile tile() const { return ops::gemm_tile_for(target::resolve(GetParam()).features); }
   // As the compile pipeline orders them: weight layouts, then epilogue fusion.
+  // |winograd|: Winograd weights for every 3x3 layer it takes, small images included.
   std::function<void(Graph&)> passes(bool winograd) const {
     const int64_t width = tile().nr;
     const ops::TargetTraits traits = driver::target_traits(target::resolve(GetParam()));
     return [width, winograd, traits](Graph& g) {
-      if (winograd) passes::winograd_weights(g, traits);
+      if (winograd) passes::winograd_weights(g, traits, /*every_tile_count=*/true);
       passes::pack_weights(g, width);
       passes::fuse_epilogues(g);
     };
