@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <memory>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -52,11 +53,18 @@ driver::CompileOptions compile_options(const CompileArgs& args) {
   }
   options.cc = args.cc;
   options.keep_temps = args.keep_temps;
+  // The cache folder, from the flag or else the environment, checked the same way.
   options.cache_dir = args.cache_dir;
-  if (!args.cache_dir.empty()) {
+  const char* cache_source = "--cache-dir";
+  if (const char* env = std::getenv("INGOT_CACHE_DIR"); options.cache_dir.empty() && env && *env) {
+    options.cache_dir = env;
+    cache_source = "INGOT_CACHE_DIR";
+  }
+  if (!options.cache_dir.empty()) {
     std::error_code ec;
-    std::filesystem::create_directories(args.cache_dir, ec);
-    if (!std::filesystem::is_directory(args.cache_dir, ec)) fail("--cache-dir: '{}' is not a folder that can be made", args.cache_dir);
+    std::filesystem::create_directories(options.cache_dir, ec);
+    if (!std::filesystem::is_directory(options.cache_dir, ec))
+      fail("{}: '{}' is not a folder that can be made", cache_source, options.cache_dir);
   }
   options.workers = parse_workers(args.workers);
   options.arena_guard = args.arena_guard ? INGOT_ARENA_ALIGNMENT : 0;

@@ -142,15 +142,25 @@ std::vector<std::string> speed_flags(int opt_level) {
 
 // 128 bits over a text (two 64-bit hashes of different construction), in hex: names a
 // cached object. Accidental collisions are what it must avoid; nothing here is secret.
-std::string hash_hex(std::string_view text) {
-  uint64_t a = 0xcbf29ce484222325ull, b = 0x9e3779b97f4a7c15ull ^ text.size();
-  for (unsigned char c : text) {
-    a = (a ^ c) * 0x100000001b3ull;     // FNV-1a
-    b = (b ^ c) * 0xff51afd7ed558ccdull;  // multiply and fold
-    b ^= b >> 29;
+// Fed in pieces, so the part every unit shares is hashed once and copied.
+class TextHash {
+ public:
+  void add(std::string_view text) {
+    for (unsigned char c : text) {
+      a_ = (a_ ^ c) * 0x100000001b3ull;     // FNV-1a
+      b_ = (b_ ^ c) * 0xff51afd7ed558ccdull;  // multiply and fold
+      b_ ^= b_ >> 29;
+    }
+    length_ += text.size();
   }
-  return fmt::format("{:016x}{:016x}", a, b);
-}
+  std::string hex() const {
+    const uint64_t b = (b_ ^ length_) * 0xff51afd7ed558ccdull;
+    return fmt::format("{:016x}{:016x}", a_, b ^ (b >> 29));
+  }
+
+ private:
+  uint64_t a_ = 0xcbf29ce484222325ull, b_ = 0x9e3779b97f4a7c15ull, length_ = 0;
+};
 
 // The kernel object cache (NativeOptions::cache_dir): where a unit's object lives.
 // Every failure here (an unwritable folder, a vanished entry) only means the C
@@ -162,14 +172,16 @@ class ObjectCache {
   ObjectCache(std::string dir, const std::string& compiler_id, const std::vector<std::string>& flags)
       : dir_(std::move(dir)) {
     if (dir_.empty()) return;
-    common_ = "ingot kernel object cache 1\n" + compiler_id + "\n";
-    for (const std::string& f : flags) common_ += f + '\0';
-    for (const EmbeddedFile& h : embedded_kernel_headers())
-      common_ += fmt::format("\n{} {}\n{}", h.name, h.content.size(), h.content);
+    common_.add("ingot kernel object cache 2\n" + compiler_id + "\n");
+    for (const std::string& f : flags) common_.add(f + '\0');
+    for (const EmbeddedFile& h : embedded_kernel_headers()) common_.add(fmt::format("\n{} {}\n{}", h.name, h.content.size(), h.content));
+    common_.add("\nunit\n");
   }
   bool enabled() const { return !dir_.empty(); }
   fs::path entry(const std::string& unit_text) const {
-    const std::string key = hash_hex(common_ + "\nunit\n" + unit_text);
+    TextHash hash = common_;
+    hash.add(unit_text);
+    const std::string key = hash.hex();
     return fs::path(dir_) / key.substr(0, 2) / (key + ".o");
   }
   // Copies a cached object to |object|; false when there is none.
@@ -190,7 +202,7 @@ class ObjectCache {
 
  private:
   std::string dir_;
-  std::string common_;
+  TextHash common_;  // the compiler, its flags and the kernel headers
 };
 
 class TempDir {

@@ -37,6 +37,11 @@ expect 2 "not a valid ONNX model" -- "$INGOT" compile "$W/garbage.onnx" -o "$W/x
 expect 2 "unsupported op 'Det' (node 'determinant_node', opset 13)" -- "$INGOT" compile "$W/unsupported_op.onnx" -o "$W/x.ingot"
 expect 2 "input 'x' dimension 0 ('batch') is dynamic" -- "$INGOT" compile "$W/dynamic_batch.onnx" -o "$W/x.ingot"
 [ ! -e "$W/x.ingot" ] || { echo "FAIL: a failed compile left $W/x.ingot" >&2; failures=$((failures + 1)); }
+# A kernel cache folder that cannot be made, from the flag or the environment.
+: > "$W/plain_file"
+expect 2 "--cache-dir: '$W/plain_file/cache' is not a folder" -- "$INGOT" compile "$W/dynamic_batch.onnx" -o "$W/x.ingot" --input-shape=x:2x4 --cache-dir "$W/plain_file/cache"
+expect 2 "INGOT_CACHE_DIR: '$W/plain_file' is not a folder" -- env INGOT_CACHE_DIR="$W/plain_file" "$INGOT" compile "$W/dynamic_batch.onnx" -o "$W/x.ingot" --input-shape=x:2x4
+[ ! -e "$W/x.ingot" ] || { echo "FAIL: a failed compile left $W/x.ingot" >&2; failures=$((failures + 1)); }
 
 expect 0 "" -- "$INGOT" compile "$W/dynamic_batch.onnx" -o "$W/dyn.ingot" --input-shape=x:2x4
 expect 0 "match" -- "$INGOT" run "$W/dyn.ingot" --input=@"$W/dynamic_batch.in.npy" --expected-output=@"$W/dynamic_batch.out.npy"
