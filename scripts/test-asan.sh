@@ -14,6 +14,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/build-asan.sh
 export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# The Release run's kernel object cache (scripts/test.sh): the kernels the tests
+# generate here are the same C, so most are copied rather than compiled again.
+export INGOT_CACHE_DIR="${INGOT_CACHE_DIR-$PWD/build/kernel-cache}"
 start=$(date +%s)
 # Left out as well: the multi-worker check (e2e_workers: 40 compiles and runs of large
 # models), the Vulkan device tests (lavapipe runs inside the process), the Python module

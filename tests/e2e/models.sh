@@ -14,7 +14,7 @@ INGOT="$BUILD/bin/ingot"
 # opset-17 twins and the 2-4 worker plans repeat most kernels); the key is the
 # compiler, its flags and the kernel text (codegen::NativeOptions::cache_dir), and
 # e2e_reproducible checks compiles without it.
-export INGOT_CACHE_DIR="$BUILD/kernel-cache"
+export INGOT_CACHE_DIR="${INGOT_CACHE_DIR:-$BUILD/kernel-cache}"
 PY=/usr/bin/python3
 MODELS_DIR="$BUILD/models"
 WORK="$BUILD/e2e-models"

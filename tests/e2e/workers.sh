@@ -11,7 +11,7 @@ SRC=$(cd "$2" && pwd)
 shift 2
 INGOT="$BUILD/bin/ingot"
 # Kernel objects cached and shared with e2e_models (tests/e2e/models.sh says why).
-export INGOT_CACHE_DIR="$BUILD/kernel-cache"
+export INGOT_CACHE_DIR="${INGOT_CACHE_DIR:-$BUILD/kernel-cache}"
 PY=/usr/bin/python3
 MODELS_DIR="$BUILD/models"
 WORK="$BUILD/e2e-workers"

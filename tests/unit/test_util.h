@@ -119,6 +119,15 @@ inline std::map<const Value*, Tensor> evaluate_graph(const Graph& g, const std::
 // ---- compile and run -------------------------------------------------------
 
 // Everything codegen and the native compiler produced for one graph.
+// How the tests build kernels: into the kernel cache named by INGOT_CACHE_DIR where one
+// is set (scripts/test.sh and test-asan.sh share one, so the sanitizer build's kernel
+// tests reuse what the Release run compiled: the generated C is the same bytes).
+inline codegen::NativeOptions native_options() {
+  codegen::NativeOptions options;
+  if (const char* dir = std::getenv("INGOT_CACHE_DIR"); dir && *dir) options.cache_dir = dir;
+  return options;
+}
+
 struct Compiled {
   schedule::Plan plan;
   codegen::CSource source;
@@ -155,7 +164,7 @@ inline Compiled compile_graph(const Graph& graph, const std::string& target_name
     c.plan = schedule::build_plan(graph);
     c.source = codegen::generate_c(c.plan, target);
   }
-  codegen::NativeCode native = codegen::compile_native(c.source, target, codegen::NativeOptions{});
+  codegen::NativeCode native = codegen::compile_native(c.source, target, native_options());
   c.module_bytes = emit::serialize_module(pack_module(graph, c.plan, c.source, std::move(native), target));
   return c;
 }

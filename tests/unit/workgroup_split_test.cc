@@ -114,7 +114,7 @@ class SplitCase {
     const schedule::Plan plan = schedule::build_plan(g_);
     const codegen::CSource source = codegen::generate_c(plan, target, workers);
     EXPECT_EQ(source.step_workgroups.size(), plan.steps.size());
-    const ExecutableCode code(codegen::compile_native(source, target, codegen::NativeOptions{}));
+    const ExecutableCode code(codegen::compile_native(source, target, testing::native_options()));
 
     // Every bound value that is not a step's output: graph inputs, constants and
     // outputs of earlier steps, from the reference.
