@@ -148,6 +148,32 @@ ArenaPlan plan_arena(const std::vector<Interval>& intervals, uint64_t alignment)
 
 uint64_t arena_guard_bytes() { return guard_bytes; }
 
+uint64_t aligned_size(uint64_t size, uint64_t alignment) { return align_up(size, alignment); }
+
+uint64_t repeated_size(uint64_t size, uint64_t count) {
+  if (count && size > std::numeric_limits<uint64_t>::max() / count)
+    fail("interval planner: {} buffers of {} bytes overflow 64 bits", count, size);
+  return size * count;
+}
+
+ZonePlan place_zones(uint64_t arena_bytes, const std::vector<uint64_t>& largest_slice, uint64_t page) {
+  auto add = [](uint64_t a, uint64_t b) {
+    if (a > std::numeric_limits<uint64_t>::max() - b)
+      fail("interval planner: scratch zones of {} + {} bytes overflow 64 bits", a, b);
+    return a + b;
+  };
+  ZonePlan zones;
+  zones.first = align_up(arena_bytes, page);
+  zones.zone_at.assign(largest_slice.size(), 0);
+  uint64_t end = zones.first;
+  for (size_t w = 0; w < largest_slice.size(); ++w) {
+    zones.zone_at[w] = end - zones.first;
+    if (largest_slice[w]) end = align_up(add(end, align_up(add(largest_slice[w], guard_bytes), 64)), page);
+  }
+  zones.end = end;
+  return zones;
+}
+
 ScopedArenaGuard::ScopedArenaGuard(uint64_t bytes) : previous_(guard_bytes) { guard_bytes = bytes; }
 
 ScopedArenaGuard::~ScopedArenaGuard() { guard_bytes = previous_; }

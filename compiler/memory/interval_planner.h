@@ -44,6 +44,21 @@ ArenaPlan plan_arena(const std::vector<Interval>& intervals, uint64_t alignment 
 // placed outside plan_arena.
 uint64_t arena_guard_bytes();
 
+// |size| rounded up to |alignment| (a power of two), and |count| buffers of |size|
+// bytes; both throw ingot::Error where the result does not fit 64 bits.
+uint64_t aligned_size(uint64_t size, uint64_t alignment);
+uint64_t repeated_size(uint64_t size, uint64_t count);
+
+// Scratch zones placed after an arena of |arena_bytes|: zone w holds |largest_slice[w]|
+// bytes (0: no zone), plus the arena guard (above), each zone on pages of its own.
+struct ZonePlan {
+  uint64_t first = 0;            // offset of the first zone: arena_bytes up to a page
+  std::vector<uint64_t> zone_at; // zone w starts at first + zone_at[w]
+  uint64_t end = 0;              // offset past the last zone: the arena's new size
+};
+// Throws ingot::Error where the zones' total does not fit 64 bits.
+ZonePlan place_zones(uint64_t arena_bytes, const std::vector<uint64_t>& largest_slice, uint64_t page = 4096);
+
 class ScopedArenaGuard {
  public:
   explicit ScopedArenaGuard(uint64_t bytes);

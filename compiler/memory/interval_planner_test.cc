@@ -273,5 +273,29 @@ TEST(IntervalPlanner, GuardLeavesAGapAfterEveryBuffer) {
   EXPECT_EQ(plan_arena(intervals).offsets, plain.offsets);
 }
 
+TEST(IntervalPlanner, ZonesFollowTheArenaOnPagesOfTheirOwn) {
+  const ZonePlan zones = place_zones(5000, {100, 0, 4097});
+  EXPECT_EQ(zones.first, 8192u);
+  EXPECT_EQ(zones.zone_at, (std::vector<uint64_t>{0, 4096, 4096}));  // worker 1 has none
+  EXPECT_EQ(zones.end, 8192u + 4096 + 8192);
+  {
+    ScopedArenaGuard guard(4096);  // the guard after a slice can push it onto another page
+    EXPECT_EQ(place_zones(0, {100}).end, 8192u);
+  }
+  EXPECT_EQ(place_zones(4096, {}).end, 4096u);
+}
+
+TEST(IntervalPlanner, ZoneAndSliceSumsThatOverflowAreErrors) {
+  const uint64_t huge = std::numeric_limits<uint64_t>::max() - 10;
+  EXPECT_THROW(place_zones(huge, {64}), Error);
+  EXPECT_THROW(place_zones(0, {huge}), Error);
+  EXPECT_THROW(place_zones(0, {huge / 2, huge / 2}), Error);
+  EXPECT_THROW(repeated_size(huge / 2, 3), Error);
+  EXPECT_EQ(repeated_size(huge, 1), huge);
+  EXPECT_EQ(repeated_size(huge, 0), 0u);
+  EXPECT_THROW(memory::aligned_size(huge, 64), Error);
+  EXPECT_EQ(memory::aligned_size(65, 64), 128u);
+}
+
 }  // namespace
 }  // namespace ingot::memory

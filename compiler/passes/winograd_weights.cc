@@ -54,7 +54,8 @@ void winograd_weights(Graph& graph, const ops::TargetTraits& target, bool every_
     // half the L2, only when the transposed tiles are fuller by half again (the margin
     // measured on AVX-512): on AVX2 the same 512-channel layer (im2col 900 KB, 512 KiB
     // of L2) ran 1680 us as Winograd and 2710 us transposed.
-    const int64_t width = ops::gemm_tile_for(target.features, target.arch).nr;
+    const ops::GemmTile tile = ops::gemm_tile_for(target.features, target.arch);
+    const int64_t width = tile.nr, rows = tile.mr;
     const int64_t tiles = ((y[2] + m - 1) / m) * ((y[3] + m - 1) / m);
     if (tiles < width && alpha * alpha * ws[0] * ws[1] * 4 > target.l2_bytes &&
         wants_transposed_gemm(node, width, target, /*beyond_l2_margin=*/1.5))
@@ -78,9 +79,10 @@ void winograd_weights(Graph& graph, const ops::TargetTraits& target, bool every_
     // 4x4) and rcnn_21 (69 on 6x6) 0.90. SqueezeNet's 48 -> 192 on 13x13 (1.09x) stays.
     const auto padded = [](int64_t n, int64_t block) { return static_cast<double>((n + block - 1) / block * block); };
     const int64_t pixels = y[2] * y[3];
-    const double winograd_work = alpha * alpha * (transposed_gemms ? padded(tiles, 8) * padded(ws[0], width)
-                                                                   : padded(ws[0], 8) * padded(tiles, width));
-    const double plain_work = 9 * std::min(padded(ws[0], 8) * padded(pixels, width), padded(pixels, 8) * padded(ws[0], width));
+    const double winograd_work = alpha * alpha * (transposed_gemms ? padded(tiles, rows) * padded(ws[0], width)
+                                                                   : padded(ws[0], rows) * padded(tiles, width));
+    const double plain_work =
+        9 * std::min(padded(ws[0], rows) * padded(pixels, width), padded(pixels, rows) * padded(ws[0], width));
     if (!every_tile_count && winograd_work > 1.5 * plain_work) continue;
     auto G = [&](int i, int c) { return m == 4 ? G4[i][c] : G2[i][c]; };
     const Tensor& w = *node.inputs[1]->constant;

@@ -193,22 +193,22 @@ void place_storage(Plan& plan, const Graph& graph) {
   // that carries their state from worker to worker, so it stays with the planner.
   const bool zones = plan.worker_count > 1;
   std::set<const Value*> zoned;
-  std::vector<uint64_t> zone_bytes(plan.worker_count, 0);
-  const uint64_t guard = memory::arena_guard_bytes();
+  std::vector<uint64_t> largest_slice(plan.worker_count, 0);
   for (PlanStep& step : plan.steps) {
     if (!step.scratch) continue;
     Value* scratch = nullptr;
     for (auto& v : plan.scratch_values)
       if (v.get() == step.scratch) scratch = v.get();
     const size_t slices = step.shared_scratch() ? 1 : step.parts.size();
-    const uint64_t slice = slices > 1 ? align_up(step.scratch_part_bytes) : step.scratch_part_bytes;
+    const uint64_t slice = slices > 1 ? memory::aligned_size(step.scratch_part_bytes, kAlign) : step.scratch_part_bytes;
     // The phases of one node share the value (one slice, the same size for each).
-    scratch->shape = {static_cast<int64_t>(slice * slices)};
+    scratch->shape = {static_cast<int64_t>(memory::repeated_size(slice, slices))};
     const bool in_zone = zones && !step.shared_scratch();
     for (size_t k = 0; k < step.parts.size(); ++k) {
       StepPart& part = step.parts[k];
-      part.scratch_offset = slices > 1 ? slice * k : 0;
-      if (in_zone) zone_bytes[part.worker] = std::max(zone_bytes[part.worker], align_up(slice + guard));
+      // A zoned part's offset is its worker's zone, set once the zones are placed.
+      if (in_zone) largest_slice[part.worker] = std::max(largest_slice[part.worker], slice);
+      else part.scratch_offset = slices > 1 ? slice * k : 0;
     }
     if (in_zone) zoned.insert(scratch);
   }
@@ -280,22 +280,14 @@ void place_storage(Plan& plan, const Graph& graph) {
   if (!zoned.empty()) {
     // The zones follow the planned arena, each on its own pages; a zoned scratch value
     // is stored at the first zone and each part finds its own from there.
-    constexpr uint64_t kPage = 4096;
-    const auto page_up = [](uint64_t v) { return (v + kPage - 1) / kPage * kPage; };
-    const uint64_t first = page_up(plan.arena_bytes);
-    std::vector<uint64_t> zone_at(plan.worker_count);
-    uint64_t end = first;
-    for (uint32_t w = 0; w < plan.worker_count; ++w) {
-      zone_at[w] = end - first;
-      if (zone_bytes[w]) end = page_up(end + zone_bytes[w]);
-    }
+    const memory::ZonePlan placed = memory::place_zones(plan.arena_bytes, largest_slice);
     for (PlanStep& step : plan.steps) {
       if (!step.scratch || !zoned.count(step.scratch)) continue;
-      plan.storage[step.scratch] = Storage{INGOT_BASE_ARENA, 0, first};
-      for (StepPart& part : step.parts) part.scratch_offset = zone_at[part.worker];
+      plan.storage[step.scratch] = Storage{INGOT_BASE_ARENA, 0, placed.first};
+      for (StepPart& part : step.parts) part.scratch_offset = placed.zone_at[part.worker];
     }
-    plan.scratch_zone_bytes = end - plan.arena_bytes;
-    plan.arena_bytes = end;
+    plan.scratch_zone_bytes = placed.end - plan.arena_bytes;
+    plan.arena_bytes = placed.end;
   }
 
   // Constants, each once, 64-byte aligned, in first-use order.
