@@ -118,5 +118,30 @@ TEST(CompileNativeTest, ObjectCacheSkipsTheCompilerOnlyForTheSameUnit) {
   fs::remove_all(work);
 }
 
+TEST(CompileNativeTest, KernelsAreFoundByNameAndRelocationsRefused) {
+  const target::Target host = target::resolve("x86_64");
+  const NativeCode code = compile_native(two_kernels(7), host, NativeOptions{});
+  ASSERT_EQ(code.kernel_offsets.size(), 2u);
+  EXPECT_NE(code.kernel_offsets[0], code.kernel_offsets[1]);
+  for (uint32_t offset : code.kernel_offsets) EXPECT_LT(offset, code.code.size());
+
+  // A pointer initialized with an address must be patched wherever the image lands.
+  CSource needs_relocation = two_kernels(7);
+  needs_relocation.kernel_code[1] =
+      "static int table[4];\nint* table_at = table;\n"
+      "INGOT_KERNEL_EXPORT int ingot_kernel_1(int x) { return table_at[x & 3]; }\n";
+  try {
+    compile_native(needs_relocation, host, NativeOptions{});
+    ADD_FAILURE() << "an image that needs relocation was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs relocations"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("Symbol table"), std::string::npos) << "only the relocations are shown";
+  }
+
+  CSource missing = two_kernels(7);
+  missing.kernel_symbols[1] = "ingot_kernel_9";
+  EXPECT_THROW(compile_native(missing, host, NativeOptions{}), Error);
+}
+
 }  // namespace
 }  // namespace ingot::codegen
