@@ -30,12 +30,18 @@ TEST(CompileNativeTest, KernelUnitsCoverEveryKernelOnceInAFixedOrder) {
     ASSERT_EQ(units.size(), expected) << kernels << " kernels";
     std::vector<int> seen(kernels, 0);
     for (size_t u = 0; u < units.size(); ++u) {
-      if (kernels > 0) EXPECT_FALSE(units[u].empty());
+      if (kernels > 0) {
+        EXPECT_FALSE(units[u].empty());
+      }
       for (size_t i = 0; i < units[u].size(); ++i) {
         ++seen[units[u][i]];
-        if (i > 0) EXPECT_LT(units[u][i - 1], units[u][i]) << "a unit's kernels in order";
+        if (i > 0) {
+          EXPECT_LT(units[u][i - 1], units[u][i]) << "a unit's kernels in order";
+        }
       }
-      if (u > 0) EXPECT_LT(units[u - 1].front(), units[u].front()) << "units in the order of their first kernel";
+      if (u > 0) {
+        EXPECT_LT(units[u - 1].front(), units[u].front()) << "units in the order of their first kernel";
+      }
     }
     for (size_t k = 0; k < kernels; ++k) EXPECT_EQ(seen[k], 1) << "kernel " << k;
     EXPECT_EQ(units, kernel_units(s, host, 2)) << "the same source, the same units";

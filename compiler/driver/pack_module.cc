@@ -63,7 +63,7 @@ emit::ModuleContents pack_module_contents(const Graph& graph, const schedule::Pl
         }
         // A step kept whole runs every workgroup its kernel has (also for plans that
         // were never partitioned).
-        const int64_t groups = s < source.step_workgroups.size() ? std::max<int64_t>(1, source.step_workgroups[s]) : 1;
+        const int64_t groups = static_cast<size_t>(s) < source.step_workgroups.size() ? std::max<int64_t>(1, source.step_workgroups[s]) : 1;
         const bool whole = step.parts.size() == 1;
         double share = 1.0;
         if (!whole) {

@@ -143,7 +143,9 @@ class SplitCase {
       EXPECT_GE(K, 1) << what;
       const Value* out = node.outputs[0];
       auto check = checks_.find(out);
-      if (check != checks_.end() && check->second.split) EXPECT_GT(K, 1) << what << ": expected to split";
+      if (check != checks_.end() && check->second.split) {
+        EXPECT_GT(K, 1) << what << ": expected to split";
+      }
       const ops::OpDef* def = ops::find_op(node.op_type);
       const size_t scratch_bytes = step.scratch ? def->scratch_bytes(node) : 0;
 
