@@ -451,8 +451,10 @@ INGOT_INLINE void f32_dwconv_lanes_weights_avx512(float* INGOT_RESTRICT wt, cons
 
 /* One output row of OW pixels' lane vectors into |yt|: tap row kh of the window is
  * |tap_rows|[kh] (padded pixel 0 of that row), a tap one 16-lane multiply-add per
- * output pixel, up to 8 pixels at once (independent sums), the bias as the start and
- * an INGOT_TILE_ACT_* activation in registers at the end. */
+ * output pixel, up to 8 pixels at once (independent sums), then the bias and an
+ * INGOT_TILE_ACT_* activation in registers. The bias comes after the taps, as in every
+ * other depthwise kernel, so the same layer gives the same bits computed here or in a
+ * fused block's bands (whose workers' plans must match one worker's bit for bit). */
 INGOT_INLINE void f32_dwconv_lanes_row_avx512(float* INGOT_RESTRICT yt, const float* const* tap_rows,
                                               const float* INGOT_RESTRICT wt, __m512 b, ingot_index_t OW, ingot_index_t KH,
                                               ingot_index_t KW, ingot_index_t SW, ingot_index_t DW, int act, float lo,
@@ -461,7 +463,7 @@ INGOT_INLINE void f32_dwconv_lanes_row_avx512(float* INGOT_RESTRICT yt, const fl
     const ingot_index_t nq = OW - ow0 < 8 ? OW - ow0 : 8;
     __m512 acc[8];
 #pragma GCC unroll 8
-    for (int q = 0; q < 8; ++q) acc[q] = b;
+    for (int q = 0; q < 8; ++q) acc[q] = _mm512_setzero_ps();
     for (ingot_index_t kh = 0; kh < KH; ++kh) {
       const float* INGOT_RESTRICT row = tap_rows[kh] + ow0 * SW * 16;
       for (ingot_index_t kw = 0; kw < KW; ++kw) {
@@ -474,7 +476,7 @@ INGOT_INLINE void f32_dwconv_lanes_row_avx512(float* INGOT_RESTRICT yt, const fl
     }
 #pragma GCC unroll 8
     for (int q = 0; q < 8; ++q)
-      if (q < nq) _mm512_storeu_ps(yt + (ow0 + q) * 16, ingot_tile_act_avx512(acc[q], act, lo, hi));
+      if (q < nq) _mm512_storeu_ps(yt + (ow0 + q) * 16, ingot_tile_act_avx512(_mm512_add_ps(acc[q], b), act, lo, hi));
   }
 }
 

@@ -86,7 +86,7 @@ Value* bias_or_zeros(Graph& graph, Node& conv) {
 // convolution before a depthwise (the stem) takes the expand's place the same way. The expand and
 // depthwise activations travel as attributes, the project's epilogue (a residual Add)
 // as the block's epilogue.
-void fuse_inverted_residuals(Graph& graph, int64_t min_intermediate_bytes) {
+void fuse_inverted_residuals(Graph& graph, int64_t min_intermediate_bytes, int64_t max_weights_per_intermediate_byte) {
   // The chain [expand,] depthwise, project becomes one node in the chain's first place,
   // taking the project's output and epilogue.
   auto replace_chain = [&](std::vector<Node*> chain, std::vector<Value*> inputs, ops::Attrs attrs) {
@@ -113,6 +113,19 @@ void fuse_inverted_residuals(Graph& graph, int64_t min_intermediate_bytes) {
     return true;
   };
 
+  // The intermediate must be large enough and, where a limit is set, not far outweighed
+  // by the weights: a 4x4-16x16 block of a thousand channels or more has few bands,
+  // each reading every weight, where the unfused 1x1 convolutions can split their
+  // weights between workers.
+  auto worth_fusing = [&](const Value* intermediate, std::initializer_list<const Node*> chain) {
+    const auto bytes = static_cast<int64_t>(intermediate->byte_size());
+    if (bytes < min_intermediate_bytes) return false;
+    if (max_weights_per_intermediate_byte <= 0) return true;
+    int64_t weights = 0;
+    for (const Node* conv : chain) weights += static_cast<int64_t>(conv->inputs[1]->byte_size());
+    return weights / max_weights_per_intermediate_byte <= bytes;
+  };
+
   std::vector<Node*> order;
   for (auto& n : graph.nodes()) order.push_back(n.get());
   for (Node* expand : order) {
@@ -122,7 +135,7 @@ void fuse_inverted_residuals(Graph& graph, int64_t min_intermediate_bytes) {
     if (!dw || !depthwise3x3(*dw, stride) || !simple_activation(*dw)) continue;
     Node* project = only_user(graph, dw->outputs[0]);
     if (!project || !pointwise(*project) || !operands_ready(*project, *expand)) continue;
-    if (static_cast<int64_t>(expand->outputs[0]->byte_size()) < min_intermediate_bytes) continue;
+    if (!worth_fusing(expand->outputs[0], {expand, dw, project})) continue;
     ops::Attrs attrs{{"stride", stride}};
     if (!pointwise(*expand)) {
       const Shape& w = expand->inputs[1]->shape;
@@ -146,7 +159,7 @@ void fuse_inverted_residuals(Graph& graph, int64_t min_intermediate_bytes) {
     if (graph.position(dw) < 0 || !depthwise3x3(*dw, stride) || !simple_activation(*dw)) continue;
     Node* project = only_user(graph, dw->outputs[0]);
     if (!project || !pointwise(*project) || !operands_ready(*project, *dw)) continue;
-    if (static_cast<int64_t>(dw->outputs[0]->byte_size()) < min_intermediate_bytes) continue;
+    if (!worth_fusing(dw->outputs[0], {dw, project})) continue;
     ops::Attrs attrs{{"stride", stride}, {"expand", int64_t{0}}};
     copy_activation(*dw, attrs, "dw_");
     replace_chain({dw, project},

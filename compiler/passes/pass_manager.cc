@@ -52,12 +52,27 @@ PassManager default_pipeline(int64_t gemm_panel_width, bool winograd, bool fuse_
   pm.add("pack_weights", [gemm_panel_width, target](Graph& g) { pack_weights(g, gemm_panel_width, target); });
   pm.add("fuse_epilogues", fuse_epilogues);
   // The fused block keeps its expanded tensor in cache band by band, but its band-sized
-  // GEMMs run below the unfused 1x1 convolutions' rate. It pays only where the expanded
-  // tensor is over twice the L2 (MobileNet-V2's 96 channels at 112x112, 4.8 MB); up to
-  // that the unfused chain is faster (MobileNet-V2 0.93, MnasNet 0.95 of the time with
-  // their 14x14-56x56 blocks fused, on Zen 4 with 1 MiB of L2).
+  // GEMMs run below the unfused 1x1 convolutions' rate. On one worker it pays only where
+  // the expanded tensor is over twice the L2 (MobileNet-V2's 96 channels at 112x112,
+  // 4.8 MB); up to that the unfused chain is faster (MobileNet-V2 0.93, MnasNet 0.95 of
+  // the time with their 14x14-56x56 blocks fused, on Zen 4 with 1 MiB of L2).
+  // On several workers the unfused chain also moves its expanded tensor between cores
+  // (the expand splits by pixels, the depthwise by channels, the project by pixels
+  // again: every worker reads lines the others wrote), while each worker's bands of a
+  // fused block stay in its own cache; there a block pays from a quarter of the L2
+  // (below that, kws_dscnn's 32 KB blocks ran 1.34x slower fused), where its weights
+  // hold at most twice its expanded tensor's bytes (random networks' 4x4-16x16 blocks of
+  // 1000-4000 channels, with 2.5-80x, ran 1.02-1.05x slower fused: every band reads all
+  // the weights; MobileNet-V2's 14x14 blocks of 576 channels, 1.02x, ran 0.96 fused).
+  // Paired, 2 workers on the 2-core Zen 5 (1 MiB L2), against the 2 * L2 rule:
+  // mobilenet_v2 0.91-0.95, mnasnet1_0 0.91-0.95, mobilenet_v3_small 0.90-0.94 of the
+  // time. A fused block gives the unfused chain's bits, so plans for any worker count agree.
+  const bool several = target.workers > 1;
+  const int64_t fuse_from = several ? target.l2_bytes / 4 : 2 * target.l2_bytes;
+  const int64_t weight_limit = several ? 2 : 0;
   if (fuse_blocks)
-    pm.add("fuse_inverted_residuals", [target](Graph& g) { fuse_inverted_residuals(g, 2 * target.l2_bytes); });
+    pm.add("fuse_inverted_residuals",
+           [fuse_from, weight_limit](Graph& g) { fuse_inverted_residuals(g, fuse_from, weight_limit); });
   pm.add("choose_strategies", [target](Graph& g) { choose_strategies(g, target); });
   pm.add("eliminate_dead_code", eliminate_dead_code);
   return pm;

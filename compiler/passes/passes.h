@@ -57,8 +57,12 @@ void fuse_epilogues(Graph& graph);
 // MobileNet's expand → depthwise → project chains → one InvertedResidual node computed
 // band by band (after fuse_epilogues; AVX-512 targets).
 // Blocks whose intermediate (the expanded, or depthwise, tensor) holds fewer than
-// |min_intermediate_bytes| stay unfused: the unfused chain is faster there.
-void fuse_inverted_residuals(Graph& graph, int64_t min_intermediate_bytes = 0);
+// |min_intermediate_bytes| stay unfused: the unfused chain is faster there. So do
+// blocks whose weights hold more than |max_weights_per_intermediate_byte| times their
+// intermediate's bytes, where that is above 0 (every band of a fused block reads all
+// of its weights).
+void fuse_inverted_residuals(Graph& graph, int64_t min_intermediate_bytes = 0,
+                             int64_t max_weights_per_intermediate_byte = 0);
 // Records each Conv's strategy (attribute `strategy`) for |target|: the one value its
 // lowering and scratch size read.
 void choose_strategies(Graph& graph, const ops::TargetTraits& target);

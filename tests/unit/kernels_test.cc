@@ -89,12 +89,15 @@ class KernelCase {
     verify_graph(g_);
     testing::Compiled compiled;
     std::vector<Tensor> got = testing::compile_and_run(g_, inputs_, &compiled, target);
+    outputs_ = got;
     EXPECT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size() && i < want.size(); ++i)
       EXPECT_TRUE(testing::tensors_near(got[i], want[i], checks_[i].tol, checks_[i].bound_node ? &bounds[i] : nullptr))
           << "output " << i << ": " << checks_[i].label << " [" << target << "]";
     return compiled;
   }
+  // What the last run's compiled module gave, output by output.
+  const std::vector<Tensor>& outputs() const { return outputs_; }
 
  private:
   struct Check {
@@ -105,6 +108,7 @@ class KernelCase {
   Graph g_;
   std::vector<Tensor> inputs_;
   std::vector<Check> checks_;
+  std::vector<Tensor> outputs_;
   uint32_t seed_;
 };
 
@@ -501,12 +505,14 @@ TEST_P(GemmKernelTest, TransposedConvAnyKernel) {
 }
 
 // The pipeline the fused-block tests run: epilogues, then block fusion with
-// |min_intermediate_bytes| as the pass's bound, on the AVX-512 tile.
-testing::Compiled compile_with_block_fusion(KernelCase& k, int64_t min_intermediate_bytes) {
+// |min_intermediate_bytes| and |max_weights_per_intermediate_byte| as the pass's
+// bounds, on the AVX-512 tile.
+testing::Compiled compile_with_block_fusion(KernelCase& k, int64_t min_intermediate_bytes,
+                                            int64_t max_weights_per_intermediate_byte = 0) {
   return k.run(
-      [min_intermediate_bytes](Graph& g) {
+      [min_intermediate_bytes, max_weights_per_intermediate_byte](Graph& g) {
         passes::fuse_epilogues(g);
-        passes::fuse_inverted_residuals(g, min_intermediate_bytes);
+        passes::fuse_inverted_residuals(g, min_intermediate_bytes, max_weights_per_intermediate_byte);
         passes::eliminate_dead_code(g);
       },
       "x86_64-avx512");
@@ -518,6 +524,43 @@ int fused_block_count(KernelCase& k) {
   return blocks;
 }
 
+// A MobileNet block as the unfused chain, its output a graph output: expand (1x1, c ->
+// e) → |act| → depthwise 3x3 at |stride| → |act| → project (1x1, e -> o), plus
+// |residual| where given. Clip is [0, 0.75].
+void add_inverted_residual(KernelCase& k, Value* x, int64_t c, int64_t e, int64_t o, int64_t stride,
+                           const std::string& act, Value* residual = nullptr) {
+  ops::Attrs clip = act == "Clip" ? ops::Attrs{{"min", 0.0f}, {"max", 0.75f}} : ops::Attrs{};
+  Node* ex = k.inner("Conv", {x, k.weight({e, c, 1, 1}), k.weight({e})});
+  Node* ea = k.inner(act, {ex->outputs[0]}, clip);
+  Node* dw = k.inner("Conv", {ea->outputs[0], k.weight({e, 1, 3, 3}), k.weight({e})},
+                     {{"group", e}, {"pads", I{1, 1, 1, 1}}, {"strides", I{stride, stride}}});
+  Node* da = k.inner(act, {dw->outputs[0]}, clip);
+  Value* out = k.inner("Conv", {da->outputs[0], k.weight({o, e, 1, 1}), k.weight({o})})->outputs[0];
+  if (residual) out = k.inner("Add", {out, residual})->outputs[0];
+  k.output(out);
+}
+
+// A depthwise 3x3 (c channels, |stride|) → Clip → project (1x1, c -> o), its output a
+// graph output.
+void add_dw_project(KernelCase& k, Value* x, int64_t c, int64_t o, int64_t stride) {
+  ops::Attrs clip{{"min", 0.0f}, {"max", 0.75f}};
+  Node* dw = k.inner("Conv", {x, k.weight({c, 1, 3, 3}), k.weight({c})},
+                     {{"group", c}, {"pads", I{1, 1, 1, 1}}, {"strides", I{stride, stride}}});
+  Node* da = k.inner("Clip", {dw->outputs[0]}, clip);
+  k.output(k.inner("Conv", {da->outputs[0], k.weight({o, c, 1, 1}), k.weight({o})})->outputs[0]);
+}
+
+// A stem (3x3 stride 2 over 3 channels to 32, |pads|) → ReLU → depthwise 3x3 → ReLU →
+// project to 16, its output a graph output.
+void add_stem_block(KernelCase& k, Value* x, const I& pads) {
+  Node* stem = k.inner("Conv", {x, k.weight({32, 3, 3, 3}), k.weight({32})}, {{"strides", I{2, 2}}, {"pads", pads}});
+  Node* sa = k.inner("Relu", {stem->outputs[0]});
+  Node* dw = k.inner("Conv", {sa->outputs[0], k.weight({32, 1, 3, 3}), k.weight({32})},
+                     {{"group", int64_t{32}}, {"pads", I{1, 1, 1, 1}}});
+  Node* da = k.inner("Relu", {dw->outputs[0]});
+  k.output(k.inner("Conv", {da->outputs[0], k.weight({16, 32, 1, 1}), k.weight({16})})->outputs[0]);
+}
+
 // MobileNet blocks fused into one banded InvertedResidual dispatch (AVX-512 host
 // only): stride 1 with a residual Add, stride 2 on odd and even sizes, channel counts
 // off the tile sizes, ReLU and Clip activations, images tall enough for several bands
@@ -525,48 +568,21 @@ int fused_block_count(KernelCase& k) {
 TEST(KernelTest, InvertedResidualBlocks) {
   if (!testing::host_can_run("x86_64-avx512")) GTEST_SKIP() << "this CPU cannot run AVX-512 code";
   KernelCase k(495);
-  auto block = [&](Value* x, int64_t c, int64_t e, int64_t o, int64_t stride, const std::string& act, Value* residual) {
-    ops::Attrs clip = act == "Clip" ? ops::Attrs{{"min", 0.0f}, {"max", 0.75f}} : ops::Attrs{};
-    Node* ex = k.inner("Conv", {x, k.weight({e, c, 1, 1}), k.weight({e})});
-    Node* ea = k.inner(act, {ex->outputs[0]}, clip);
-    Node* dw = k.inner("Conv", {ea->outputs[0], k.weight({e, 1, 3, 3}), k.weight({e})},
-                       {{"group", e}, {"pads", I{1, 1, 1, 1}}, {"strides", I{stride, stride}}});
-    Node* da = k.inner(act, {dw->outputs[0]}, clip);
-    Node* pr = k.inner("Conv", {da->outputs[0], k.weight({o, e, 1, 1}), k.weight({o})});
-    Value* out = pr->outputs[0];
-    if (residual) out = k.inner("Add", {out, residual})->outputs[0];
-    k.output(out);
-  };
   Value* x1 = k.input({1, 16, 37, 23});
-  block(x1, 16, 96, 16, 1, "Clip", x1);
-  block(k.input({1, 8, 41, 30}), 8, 44, 12, 2, "Relu", nullptr);
-  block(k.input({1, 24, 56, 56}), 24, 144, 24, 2, "Clip", nullptr);
-  block(k.input({1, 12, 9, 7}), 12, 72, 20, 1, "Relu", nullptr);
+  add_inverted_residual(k, x1, 16, 96, 16, 1, "Clip", x1);
+  add_inverted_residual(k, k.input({1, 8, 41, 30}), 8, 44, 12, 2, "Relu");
+  add_inverted_residual(k, k.input({1, 24, 56, 56}), 24, 144, 24, 2, "Clip");
+  add_inverted_residual(k, k.input({1, 12, 9, 7}), 12, 72, 20, 1, "Relu");
   Value* x5 = k.input({1, 16, 64, 61});  // stride 1 in five bands of 13 rows, the last one short
-  block(x5, 16, 96, 16, 1, "Clip", x5);
+  add_inverted_residual(k, x5, 16, 96, 16, 1, "Clip", x5);
   // Depthwise → project without an expand, strides 1 and 2, several bands.
-  auto dw_project = [&](Value* x, int64_t c, int64_t o, int64_t stride) {
-    ops::Attrs clip{{"min", 0.0f}, {"max", 0.75f}};
-    Node* dw = k.inner("Conv", {x, k.weight({c, 1, 3, 3}), k.weight({c})},
-                       {{"group", c}, {"pads", I{1, 1, 1, 1}}, {"strides", I{stride, stride}}});
-    Node* da = k.inner("Clip", {dw->outputs[0]}, clip);
-    k.output(k.inner("Conv", {da->outputs[0], k.weight({o, c, 1, 1}), k.weight({o})})->outputs[0]);
-  };
-  dw_project(k.input({1, 32, 112, 57}), 32, 16, 1);
-  dw_project(k.input({1, 24, 45, 31}), 24, 40, 2);
+  add_dw_project(k, k.input({1, 32, 112, 57}), 32, 16, 1);
+  add_dw_project(k, k.input({1, 24, 45, 31}), 24, 40, 2);
   // 5-wide rows (a keyword-spotting net's 25x5 planes) take the row-loop moves.
-  block(k.input({1, 8, 25, 5}), 8, 16, 8, 1, "Relu", nullptr);
-  dw_project(k.input({1, 16, 25, 5}), 16, 16, 1);
+  add_inverted_residual(k, k.input({1, 8, 25, 5}), 8, 16, 8, 1, "Relu");
+  add_dw_project(k, k.input({1, 16, 25, 5}), 16, 16, 1);
   // A stem (3x3 stride 2 over 3 channels, asymmetric padding) as the expand.
-  {
-    Node* stem = k.inner("Conv", {k.input({1, 3, 97, 66}), k.weight({32, 3, 3, 3}), k.weight({32})},
-                         {{"strides", I{2, 2}}, {"pads", I{1, 0, 1, 1}}});
-    Node* sa = k.inner("Relu", {stem->outputs[0]});
-    Node* dw = k.inner("Conv", {sa->outputs[0], k.weight({32, 1, 3, 3}), k.weight({32})},
-                       {{"group", int64_t{32}}, {"pads", I{1, 1, 1, 1}}});
-    Node* da = k.inner("Relu", {dw->outputs[0]});
-    k.output(k.inner("Conv", {da->outputs[0], k.weight({16, 32, 1, 1}), k.weight({16})})->outputs[0]);
-  }
+  add_stem_block(k, k.input({1, 3, 97, 66}), I{1, 0, 1, 1});
   testing::Compiled c = compile_with_block_fusion(k, 0);
   EXPECT_EQ(fused_block_count(k), 10);
   EXPECT_EQ(dispatch_count(c.plan), 10u);
@@ -577,18 +593,56 @@ TEST(KernelTest, InvertedResidualBlocks) {
 TEST(KernelTest, InvertedResidualBoundKeepsSmallBlocksUnfused) {
   if (!testing::host_can_run("x86_64-avx512")) GTEST_SKIP() << "this CPU cannot run AVX-512 code";
   KernelCase k(496);
-  auto block = [&](Value* x, int64_t c, int64_t e) {
-    Node* ex = k.inner("Conv", {x, k.weight({e, c, 1, 1}), k.weight({e})});
-    Node* ea = k.inner("Relu", {ex->outputs[0]});
-    Node* dw = k.inner("Conv", {ea->outputs[0], k.weight({e, 1, 3, 3}), k.weight({e})}, {{"group", e}, {"pads", I{1, 1, 1, 1}}});
-    Node* da = k.inner("Relu", {dw->outputs[0]});
-    k.output(k.inner("Conv", {da->outputs[0], k.weight({c, e, 1, 1}), k.weight({c})})->outputs[0]);
-  };
-  block(k.input({1, 8, 25, 5}), 8, 64);     // expanded: 32 KB
-  block(k.input({1, 16, 40, 33}), 16, 96);  // expanded: 507 KB
+  add_inverted_residual(k, k.input({1, 8, 25, 5}), 8, 64, 8, 1, "Relu");     // expanded: 32 KB
+  add_inverted_residual(k, k.input({1, 16, 40, 33}), 16, 96, 16, 1, "Relu");  // expanded: 507 KB
   testing::Compiled c = compile_with_block_fusion(k, 128 * 1024);
   EXPECT_EQ(fused_block_count(k), 1);
   EXPECT_EQ(dispatch_count(c.plan), 4u);
+}
+
+// A fused block gives the unfused chain's bits: plans for several workers fuse blocks
+// that one worker's plan leaves as three dispatches, and every worker count must give
+// the same bits. Blocks whose standalone depthwise takes each AVX-512 path (lanes over
+// whole planes and by rows, strides 1 and 2), a stem expand, a depthwise → project
+// pair, ReLU and Clip, a residual Add.
+TEST(KernelTest, InvertedResidualBlocksGiveTheUnfusedChainsBits) {
+  if (!testing::host_can_run("x86_64-avx512")) GTEST_SKIP() << "this CPU cannot run AVX-512 code";
+  auto build = [](KernelCase& k) {
+    Value* x1 = k.input({1, 24, 56, 56});
+    add_inverted_residual(k, x1, 24, 144, 24, 1, "Clip", x1);
+    add_inverted_residual(k, k.input({1, 32, 28, 28}), 32, 192, 64, 2, "Relu");
+    Value* x3 = k.input({1, 96, 14, 14});
+    add_inverted_residual(k, x3, 96, 576, 96, 1, "Clip", x3);
+    add_inverted_residual(k, k.input({1, 16, 9, 7}), 16, 40, 24, 1, "Relu");
+    add_dw_project(k, k.input({1, 32, 57, 61}), 32, 16, 1);
+    add_stem_block(k, k.input({1, 3, 96, 96}), I{1, 1, 1, 1});
+  };
+  KernelCase fused(498), unfused(498);
+  build(fused);
+  build(unfused);
+  compile_with_block_fusion(fused, 0);
+  unfused.run([](Graph& g) { passes::fuse_epilogues(g); }, "x86_64-avx512");
+  EXPECT_EQ(fused_block_count(fused), 6);
+  EXPECT_EQ(fused_block_count(unfused), 0);
+  ASSERT_EQ(fused.outputs().size(), unfused.outputs().size());
+  for (size_t o = 0; o < fused.outputs().size(); ++o)
+    EXPECT_EQ(fused.outputs()[o].bytes, unfused.outputs()[o].bytes) << "output " << o;
+}
+
+// With a weight limit (several workers), a block whose weights far outweigh its
+// expanded tensor (1024 channels at 4x4: 2 MB of weights, 64 KB expanded) stays three
+// dispatches, nor does its depthwise → project pair fuse; a light block still fuses.
+// Without the limit both fuse. All match.
+TEST(KernelTest, InvertedResidualWeightLimitKeepsWeightHeavyBlocksUnfused) {
+  if (!testing::host_can_run("x86_64-avx512")) GTEST_SKIP() << "this CPU cannot run AVX-512 code";
+  for (const int64_t limit : {int64_t{2}, int64_t{0}}) {
+    KernelCase k(497);
+    add_inverted_residual(k, k.input({1, 256, 4, 4}), 256, 1024, 256, 1, "Relu");  // weights 2 MB, expanded 64 KB
+    add_inverted_residual(k, k.input({1, 16, 40, 33}), 16, 96, 16, 1, "Relu");     // weights 14 KB, expanded 507 KB
+    testing::Compiled c = compile_with_block_fusion(k, 0, limit);
+    EXPECT_EQ(fused_block_count(k), limit > 0 ? 1 : 2) << "limit " << limit;
+    EXPECT_EQ(dispatch_count(c.plan), limit > 0 ? 4u : 2u) << "limit " << limit;
+  }
 }
 
 // Winograd F(4x4, 3x3) (small weights or big images) and F(2x2, 3x3) (big weights on

@@ -757,6 +757,44 @@ TEST(PassManagerTest, DefaultPipelineOrderAndDumps) {
   EXPECT_EQ(msg.rfind("--dump-after: unknown pass 'nope'", 0), 0u) << msg;
 }
 
+// MobileNet blocks fuse from twice the L2 on one worker, and from a quarter of it on
+// several, where their weights hold at most twice their expanded tensor: a 16 -> 96
+// block at 40x33 (507 KB expanded, 14 KB of weights) fuses only on two workers; a
+// 256 -> 1024 block at 4x4 (64 KB expanded, 2 MB of weights) on neither.
+TEST(PassManagerTest, BlockFusionBoundsDependOnTheWorkerCount) {
+  auto fused_blocks = [](uint32_t workers) {
+    Graph g;
+    g.name = "blocks";
+    int seed = 0;
+    auto conv = [&](Value* x, Shape w, ops::Attrs attrs, const std::string& name) {
+      Node* c = add_op(g, "Conv", {x, g.add_constant(name + ".w", testing::random_f32(w, ++seed))}, std::move(attrs), 13, 1, name);
+      return add_op(g, "Relu", {c->outputs[0]}, {}, 13, 1, name + ".relu")->outputs[0];
+    };
+    auto block = [&](Shape in, int64_t e, const std::string& name) {
+      const int64_t c = in[1];
+      Value* x = add_input(g, name + ".x", in);
+      Value* ex = conv(x, {e, c, 1, 1}, {}, name + ".expand");
+      Value* dw = conv(ex, {e, 1, 3, 3}, {{"group", e}, {"pads", I{1, 1, 1, 1}}}, name + ".dw");
+      Node* pr = add_op(g, "Conv", {dw, g.add_constant(name + ".pw", testing::random_f32({c, e, 1, 1}, ++seed))}, {}, 13, 1,
+                        name + ".project");
+      g.outputs.push_back(pr->outputs[0]);
+    };
+    block({1, 16, 40, 33}, 96, "light");
+    block({1, 256, 4, 4}, 1024, "heavy");
+    ops::TargetTraits avx512{INGOT_FEATURE_AVX512F, INGOT_ARCH_X86_64};
+    avx512.l2_bytes = 1024 * 1024;
+    avx512.workers = workers;
+    std::ostringstream log;
+    passes::default_pipeline(48, /*winograd=*/true, /*fuse_blocks=*/true, avx512).run(g, passes::PassOptions{}, log);
+    int blocks = 0;
+    for (const auto& n : g.nodes()) blocks += n->op_type == "InvertedResidual";
+    return blocks;
+  };
+  EXPECT_EQ(fused_blocks(1), 0);
+  EXPECT_EQ(fused_blocks(2), 1);
+  EXPECT_EQ(fused_blocks(4), 1);
+}
+
 // ---- build_plan --------------------------------------------------------------------------------
 
 
