@@ -158,6 +158,10 @@ json plan_json(const View& view) {
     if (!view.work.empty()) {
       entry["flops"] = view.work[s].flops;
       entry["moved_bytes"] = view.work[s].bytes;
+      if (step.kind == INGOT_STEP_DISPATCH || step.kind == INGOT_STEP_COPY) {
+        entry["predicted_start_us"] = view.work[s].start_us;
+        entry["predicted_finish_us"] = view.work[s].finish_us;
+      }
     }
     if (!view.names.steps[s].empty()) entry["label"] = view.names.steps[s];
     steps.push_back(std::move(entry));
@@ -491,10 +495,7 @@ int run_inspect(const InspectArgs& args, Streams& streams) {
   const SizeBreakdown parts = module_size_breakdown(module, file.size());
 
   if (!args.timeline.empty()) {
-    target::Target target;
-    target.features = module.header->features;
-    target.arch = module.header->arch;
-    const std::vector<TimelineSlice> slices = predict_timeline(module, view.work, driver::cost_model(target));
+    const std::vector<TimelineSlice> slices = predict_timeline(module, view.work);
     const std::string title =
         fmt::format("{}: {} worker{}, {} sync point{} (predicted by the cost model{})", args.module,
                     module.plan->worker_count, module.plan->worker_count == 1 ? "" : "s", module.plan->sync_count,

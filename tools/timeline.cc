@@ -1,42 +1,23 @@
 #include "tools/timeline.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
 namespace ingot::tools {
 
-std::vector<TimelineSlice> predict_timeline(const ingot_module_t& m, const std::vector<ingot_step_work_t>& work,
-                                            const schedule::CostModel& cost) {
-  const uint32_t W = m.plan->worker_count;
-  std::vector<size_t> cursor(W, 0);
-  std::vector<double> now(W, 0.0);
-  std::vector<std::vector<double>> signal_at(W);
+std::vector<TimelineSlice> predict_timeline(const ingot_module_t& m, const std::vector<ingot_step_work_t>& work) {
+  auto time = [](float t) { return std::isfinite(t) && t > 0 ? static_cast<double>(t) : 0.0; };
   std::vector<TimelineSlice> out;
-  // Round-robin over the lists, as the runtime's one-thread walk does; times follow
-  // the waits. The loader guarantees this finishes (no deadlock).
-  for (bool progressed = true; progressed;) {
-    progressed = false;
-    for (uint32_t w = 0; w < W; ++w) {
-      const ingot_worker_t& list = m.workers[w];
-      while (cursor[w] < list.step_count) {
-        const uint32_t s = list.step_first + static_cast<uint32_t>(cursor[w]);
-        const ingot_step_t& step = m.steps[s];
-        if (step.kind == INGOT_STEP_WAIT) {
-          if (signal_at[step.kernel].size() < step.wg_end) break;
-          now[w] = std::max(now[w], signal_at[step.kernel][step.wg_end - 1] + cost.sync_us);
-        } else if (step.kind == INGOT_STEP_SIGNAL) {
-          signal_at[w].push_back(now[w]);
-        } else {
-          const ingot_step_work_t wk = s < work.size() ? work[s] : ingot_step_work_t{};
-          const double t = cost.step_us + static_cast<double>(wk.flops) / (cost.gflops * 1e3) +
-                           static_cast<double>(wk.bytes) / (cost.gbytes_per_s * 1e3);
-          out.push_back({s, w, now[w], now[w] + t});
-          now[w] += t;
-        }
-        ++cursor[w];
-        progressed = true;
-      }
+  for (uint32_t w = 0; w < m.plan->worker_count; ++w) {
+    const ingot_worker_t& list = m.workers[w];
+    for (uint32_t i = 0; i < list.step_count; ++i) {
+      const uint32_t s = list.step_first + i;
+      const uint16_t kind = m.steps[s].kind;
+      if ((kind != INGOT_STEP_DISPATCH && kind != INGOT_STEP_COPY) || s >= work.size()) continue;
+      const double start = time(work[s].start_us);
+      out.push_back({s, w, start, std::max(start, time(work[s].finish_us))});
     }
   }
   return out;

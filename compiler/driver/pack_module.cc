@@ -89,6 +89,9 @@ emit::ModuleContents pack_module_contents(const Graph& graph, const schedule::Pl
           st.wg_end = static_cast<uint32_t>(step.copy_bytes);
           work.bytes = 2 * step.copy_bytes;
         }
+        // The partition's predicted times (a plan kept whole on one worker: in turn).
+        work.start_us = static_cast<float>(part.start_us);
+        work.finish_us = static_cast<float>(part.finish_us);
         m.step_labels.push_back(step.parts.size() > 1
                                     ? fmt::format("{} [wg {}..{} of {}]", step.label, part.wg_begin, part.wg_end,
                                                   step.workgroups)

@@ -299,7 +299,11 @@ TEST(ModuleFormatTest, StrippedModuleHasNoNames) {
 
 TEST(ModuleFormatTest, StepWorkRoundTrips) {
   ModuleContents c = copy_module();
-  c.step_work = {{0, 2 * kTensorBytes}, {0, 0}, {0, 0}, {0, 2 * kTensorBytes}, {123456789012345ull, 77}};
+  c.step_work = {{0, 2 * kTensorBytes, 0.0f, 1.5f},
+                 {0, 0, 0.0f, 0.0f},
+                 {0, 0, 0.0f, 0.0f},
+                 {0, 2 * kTensorBytes, 1.5f, 2.0f},
+                 {123456789012345ull, 77, 2.0f, 1e6f}};
   ingot_module_t m;
   std::unique_ptr<AlignedBytes> keep;
   ASSERT_EQ(load_contents(c, &m, &keep), INGOT_OK) << m.error_detail;
@@ -307,6 +311,8 @@ TEST(ModuleFormatTest, StepWorkRoundTrips) {
   EXPECT_EQ(m.step_work[0].bytes, 2 * kTensorBytes);
   EXPECT_EQ(m.step_work[4].flops, 123456789012345ull);
   EXPECT_EQ(m.step_work[4].bytes, 77u);
+  EXPECT_EQ(m.step_work[3].start_us, 1.5f);
+  EXPECT_EQ(m.step_work[4].finish_us, 1e6f);
   // Steps without an entry get zeros; more entries than steps cannot be written.
   c.step_work.resize(1);
   ASSERT_EQ(load_contents(c, &m, &keep), INGOT_OK) << m.error_detail;

@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 #define INGOT_ABI_VERSION 2u
-#define INGOT_MODULE_FORMAT_VERSION 3u
+#define INGOT_MODULE_FORMAT_VERSION 4u
 
 /* The first 8 bytes of every module file: "INGOTMOD". */
 #define INGOT_MODULE_MAGIC {'I', 'N', 'G', 'O', 'T', 'M', 'O', 'D'}
@@ -205,12 +205,15 @@ typedef struct ingot_external_weights_t {
 
 /* ---- WORK section (optional; present exactly when NAMES is) --------------
  * [ingot_step_work_t x step_count], in step order: what each step computes, counted
- * by the compiler, so tools can report rates (ingot bench --per-step). The runtime
- * never reads it. */
+ * by the compiler, so tools can report rates (ingot bench --per-step), and when the
+ * compiler's cost model had it start and finish (ingot inspect --timeline). The
+ * runtime never reads it. */
 typedef struct ingot_step_work_t {
-  uint64_t flops; /* floating-point operations, 2 per multiply-add (module-format.md) */
-  uint64_t bytes; /* bytes the step's bindings read and write, scratch excluded */
-} ingot_step_work_t; /* 16 bytes */
+  uint64_t flops;  /* floating-point operations, 2 per multiply-add (module-format.md) */
+  uint64_t bytes;  /* bytes the step's bindings read and write, scratch excluded */
+  float start_us;  /* predicted start, microseconds from the run's start (0 for sync steps) */
+  float finish_us; /* predicted finish */
+} ingot_step_work_t; /* 24 bytes */
 
 /* ---- SPIRV section (arch INGOT_ARCH_VULKAN; required there, absent elsewhere) ----
  * [ingot_spirv_header_t][ingot_spirv_kernel_t x kernel_count][SPIR-V words]
@@ -256,7 +259,7 @@ INGOT_ABI_STATIC_ASSERT(sizeof(ingot_worker_t) == 16, "worker is 16 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_step_t) == 24, "step is 24 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_binding_t) == 24, "binding is 24 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_external_weights_t) == 16, "external weights is 16 bytes");
-INGOT_ABI_STATIC_ASSERT(sizeof(ingot_step_work_t) == 16, "step work is 16 bytes");
+INGOT_ABI_STATIC_ASSERT(sizeof(ingot_step_work_t) == 24, "step work is 24 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_spirv_header_t) == 32, "spirv header is 32 bytes");
 INGOT_ABI_STATIC_ASSERT(sizeof(ingot_spirv_kernel_t) == 16, "spirv kernel is 16 bytes");
 
