@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -65,7 +66,10 @@ TEST(fuzz_regressions, tensor) { replay("tensor_fuzz", tensor_fuzz_one_input); }
 TEST(fuzz_regressions, onnx_import) { replay("onnx_import_fuzz", onnx_import_fuzz_one_input); }
 
 // `ingot inspect --json` prints every module input that loads (with its checksums
-// made to match, as the fuzzer tries it), whatever bytes its names hold.
+// made to match, as the fuzzer tries it), whatever bytes its names hold. At least one
+// must load: an input written at an older format is refused at the version check and
+// would test nothing (rewrite it at the current format; the versions are patched here,
+// so only a layout change makes that necessary).
 TEST(fuzz_regressions, module_inspect_json) {
   const fs::path dir = fs::temp_directory_path() / ("ingot-fuzz-regressions-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -73,6 +77,10 @@ TEST(fuzz_regressions, module_inspect_json) {
   for (const fs::path& path : regressions("module_fuzz")) {
     SCOPED_TRACE(path.string());
     std::vector<uint8_t> bytes = read_bytes(path);
+    if (bytes.size() >= 16) {  // format and ABI versions, at a place no format moves
+      const uint32_t versions[2] = {INGOT_MODULE_FORMAT_VERSION, INGOT_ABI_VERSION};
+      std::memcpy(bytes.data() + 8, versions, sizeof(versions));
+    }
     ingot::fuzz::AlignedBytes copy = ingot::fuzz::aligned_copy(bytes.data(), bytes.size());
     ingot::fuzz::fix_checksums(copy.get(), bytes.size());
     ingot_module_t m;
@@ -91,7 +99,7 @@ TEST(fuzz_regressions, module_inspect_json) {
     ++checked;
   }
   fs::remove_all(dir);
-  (void)checked;
+  EXPECT_GT(checked, 0) << "no module_fuzz regression input loads";
 }
 
 }  // namespace
