@@ -41,11 +41,31 @@ void winograd_weights(Graph& graph, const ops::TargetTraits& target, bool every_
     if (!wants_winograd(node)) continue;
     const Shape& y = node.outputs[0]->shape;
     const Shape& ws = node.inputs[1]->shape;
-    // F(4x4) on big images, and on small ones while its 36 weight matrices stay within
-    // four L2s (4 MB on a 1 MB L2; beyond that, streaming them from the outer cache costs
-    // more than the multiplies it saves).
+    // Tiny outputs leave the input transforms (vectorized along a row of tiles) too few
+    // tiles per row, and the GEMMs too few tiles per 48-wide tile: in a sweep of single
+    // 3x3 layers (32-512 channels each way, one worker, Zen 5) Winograd lost to the
+    // plain kernels at every channel count on 7x7 outputs (F(2x2) 1.02-2.3x the time,
+    // F(4x4) 2.5-7x), as in held-out random networks on 5x5 (0.96 of the model's time
+    // plain), while 8x8 and 9x9 layers ran faster as F(2x2) (1.02 and 1.09 the model's
+    // time plain) and 10x10 ones at every channel count (F(2x2) 0.66-0.93x).
+    if (!every_tile_count && (y[2] < 8 || y[3] < 8)) continue;
+    // F(4x4) on big images. On small ones whose 4x4 tiles overhang the output (14x14,
+    // 13x13, 10x10) its 6x6 input transforms, one per tile and input channel, cost more
+    // than its fewer multiply-adds save unless the output channels outnumber the inputs
+    // twice. The same sweep, 14x14, F(4x4) against F(2x2): 128 -> 32 channels 1.59 /
+    // 0.93 of the plain kernel's time, 256 -> 64 1.50 / 0.77, 256 -> 256 0.91 / 0.73
+    // (DenseNet's 128 -> 32 layers on 14x14 inside the model: 1.4x plain as F(4x4));
+    // 32 -> 64 0.73 / 0.89, 64 -> 256 0.71 / 0.80; 13x13 48 -> 192 (as SqueezeNet)
+    // 0.74 / 0.98; 10x10: F(2x2) ahead at every channel count. Where the tiles fit
+    // exactly (16x16, 20x20) F(4x4) stays ahead (held-out random networks: 1.03 and 1.10
+    // of the model's time as F(2x2)). Either way only while the 36 weight matrices stay
+    // within four L2s (4 MB on a 1 MB L2; beyond that, streaming them from the outer
+    // cache costs more than the multiplies save).
     const bool small_weights = 36 * ws[0] * ws[1] * 4 <= 4 * target.l2_bytes;
-    const int m = y[2] * y[3] >= 27 * 27 || small_weights ? 4 : 2, alpha = m + 2;
+    const bool whole_tiles = y[2] % 4 == 0 && y[3] % 4 == 0;
+    const bool outputs_outnumber_inputs = ws[0] >= 2 * ws[1] && y[2] >= 13 && y[3] >= 13;
+    const int m = y[2] * y[3] >= 27 * 27 || (small_weights && (whole_tiles || outputs_outnumber_inputs)) ? 4 : 2;
+    const int alpha = m + 2;
     // Few tiles per image and transformed weights beyond the L2: each weight matrix,
     // streamed from memory on every call, serves only a few tiles, and the
     // alpha^2 / 9 times larger weights cost more than the multiply-adds save. Such a

@@ -663,7 +663,7 @@ TEST_P(GemmKernelTest, WinogradConv) {
   // Small images with weights too big for 36 matrices take F(2x2, 3x3).
   add_conv(k, {1, 160, 14, 15}, {192, 160, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
   add_conv(k, {1, 288, 16, 16}, {288, 288, 3, 3}, {}, false);  // 12 MB as 36 matrices: beyond 4 L2s of up to 3 MB
-  add_conv(k, {1, 256, 8, 8}, {16, 256, 3, 3}, {{"pads", I{1, 1, 1, 1}}});  // 4 tiles, a long K: transposed GEMMs
+  add_conv(k, {1, 256, 10, 10}, {48, 256, 3, 3}, {{"pads", I{1, 1, 1, 1}}});  // 25 tiles, a long K: transposed GEMMs
   // F(2x2) on rows wide enough for the vector two-phase split of the padded planes.
   add_conv(k, {1, 160, 6, 41}, {192, 160, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
   Value* res = k.input({1, 32, 14, 14});
@@ -710,10 +710,14 @@ TEST(KernelTest, WinogradLeavesFewTilesWithBigWeights) {
   }
 }
 
-// Winograd where its GEMMs fill the target's tile: DenseNet's 128 -> 32 channel layer
-// on 7x7 has 4 tiles of F(4x4) in a 48-wide tile (36 x 32 x 48 multiply-adds per input
-// channel against 9 x 32 x 96 plainly) and runs as a plain GEMM (89 -> 14 us alone on a
-// Zen 5); on 14x14 (16 tiles) and SqueezeNet's 48 -> 192 on 13x13 it stays Winograd.
+// Winograd where its GEMMs fill the target's tile and its transforms pay: DenseNet's
+// 128 -> 32 channel layer on 7x7 has 4 tiles of F(4x4) in a 48-wide tile (36 x 32 x 48
+// multiply-adds per input channel against 9 x 32 x 96 plainly) and runs as a plain GEMM
+// (89 -> 14 us alone on a Zen 5), as does any output below 8x8 (256 -> 32 on 7x7 ran
+// 5x slower as F(4x4)); on 14x14 the same layer takes F(2x2) (F(4x4)'s input
+// transforms over tiles that overhang the output cost 1.6x the plain layer's time),
+// while layers whose output channels outnumber the inputs twice, as SqueezeNet's
+// 48 -> 192 on 13x13, and outputs of whole 4x4 tiles keep F(4x4).
 TEST(KernelTest, WinogradOnlyWhereItsTilesFill) {
   const ops::TargetTraits traits = driver::target_traits(target::resolve("x86_64-avx512"));
   auto winograd = [&](std::vector<int64_t> x, std::vector<int64_t> w, bool every_tile_count = false) {
@@ -727,9 +731,17 @@ TEST(KernelTest, WinogradOnlyWhereItsTilesFill) {
     return conv->attr_int("winograd", 0);
   };
   EXPECT_EQ(winograd({1, 128, 7, 7}, {32, 128, 3, 3}), 0);
-  EXPECT_EQ(winograd({1, 128, 7, 7}, {32, 128, 3, 3}, true), 4);
-  EXPECT_EQ(winograd({1, 128, 14, 14}, {32, 128, 3, 3}), 4);
+  EXPECT_EQ(winograd({1, 256, 7, 7}, {32, 256, 3, 3}), 0);
+  EXPECT_EQ(winograd({1, 512, 7, 7}, {64, 512, 3, 3}), 0);
+  EXPECT_EQ(winograd({1, 176, 9, 9}, {176, 176, 3, 3}), 2);
+  EXPECT_EQ(winograd({1, 128, 7, 7}, {32, 128, 3, 3}, true), 2);
+  EXPECT_EQ(winograd({1, 64, 7, 7}, {256, 64, 3, 3}, true), 2);
+  EXPECT_EQ(winograd({1, 128, 14, 14}, {32, 128, 3, 3}), 2);
+  EXPECT_EQ(winograd({1, 128, 10, 10}, {128, 128, 3, 3}), 2);
+  EXPECT_EQ(winograd({1, 64, 14, 14}, {256, 64, 3, 3}), 4);
+  EXPECT_EQ(winograd({1, 80, 20, 20}, {80, 80, 3, 3}), 4);  // whole 4x4 tiles
   EXPECT_EQ(winograd({1, 48, 13, 13}, {192, 48, 3, 3}), 4);
+  EXPECT_EQ(winograd({1, 128, 28, 28}, {32, 128, 3, 3}), 4);
 }
 
 // Against the shifted GEMM's junk columns (output rows of the padded width), a layer
