@@ -64,7 +64,17 @@ void winograd_weights(Graph& graph, const ops::TargetTraits& target, bool every_
     const bool small_weights = 36 * ws[0] * ws[1] * 4 <= 4 * target.l2_bytes;
     const bool whole_tiles = y[2] % 4 == 0 && y[3] % 4 == 0;
     const bool outputs_outnumber_inputs = ws[0] >= 2 * ws[1] && y[2] >= 13 && y[3] >= 13;
-    const int m = y[2] * y[3] >= 27 * 27 || (small_weights && (whole_tiles || outputs_outnumber_inputs)) ? 4 : 2;
+    // On big images where the inputs outnumber the outputs four times, F(2x2) again:
+    // past 96 tiles of 4x4 F(4x4) runs in blocks of 48 whose input transforms its few
+    // output channels do not amortize. The sweep, 56x56: 128 -> 32 channels 0.92 /
+    // 0.72 of the plain kernel's time (F(4x4) / F(2x2)), 256 -> 64 0.96 / 0.96
+    // (DenseNet's 128 -> 32 layers on 56x56 inside the model: 0.96 of densenet121's
+    // time as F(2x2), one worker and two); 28x28 (49 tiles, one block) keeps F(4x4):
+    // 128 -> 32 0.67 / 0.80.
+    const bool inputs_outnumber_outputs_4x = ws[1] >= 4 * ws[0] && y[2] * y[3] > 96 * 16;
+    const int m = y[2] * y[3] >= 27 * 27 ? (inputs_outnumber_outputs_4x ? 2 : 4)
+                  : small_weights && (whole_tiles || outputs_outnumber_inputs) ? 4
+                                                                                : 2;
     const int alpha = m + 2;
     // Few tiles per image and transformed weights beyond the L2: each weight matrix,
     // streamed from memory on every call, serves only a few tiles, and the
