@@ -232,7 +232,7 @@ WinogradPlan winograd_plan(const Node& node, const ConvGeometry& c) {
   // The same for any worker count: a short last block is weighted by its work when
   // parts are sized (lower_conv_winograd), and equal blocks of 40 (196 tiles over 5)
   // ran their 48-wide GEMM tiles 5/6 full: 1.2x the time per tile.
-  p.TB = p.T <= 96 ? p.T : 48 * std::clamp<int64_t>(fit, 1, 4);
+  p.TB = p.T <= kWinogradSingleBlockTiles ? p.T : 48 * std::clamp<int64_t>(fit, 1, 4);
   p.TBp = p.TB + 4;  // INGOT_WINOGRAD_SPARE
   p.xp_floats = (p.m * g.C * p.Hp * p.Wq + 15) / 16 * 16;
   p.v_floats = xis * c.ICG * p.TBp;

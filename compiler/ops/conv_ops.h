@@ -54,6 +54,9 @@ struct WinogradPlan {
   int64_t xp_floats, v_floats, m_floats, row, row_floats;
 };
 WinogradPlan winograd_plan(const Node& node, const ConvGeometry& c);
+// Images of up to this many tiles run as one block (TB = T); larger ones in blocks of
+// 48-column GEMM tiles. The Winograd choice (winograd_weights) reads it too.
+inline constexpr int64_t kWinogradSingleBlockTiles = 96;
 
 // How one Conv node is computed. The choose_strategies pass picks it once from the node
 // and the target and records its name as the node's `strategy` attribute; the lowering

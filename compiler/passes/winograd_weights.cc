@@ -1,3 +1,4 @@
+#include "compiler/ops/conv_ops.h"
 #include "compiler/ops/gemm_lowering.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/passes/passes.h"
@@ -71,7 +72,9 @@ void winograd_weights(Graph& graph, const ops::TargetTraits& target, bool every_
     // (DenseNet's 128 -> 32 layers on 56x56 inside the model: 0.96 of densenet121's
     // time as F(2x2), one worker and two); 28x28 (49 tiles, one block) keeps F(4x4):
     // 128 -> 32 0.67 / 0.80.
-    const bool inputs_outnumber_outputs_4x = ws[1] >= 4 * ws[0] && y[2] * y[3] > 96 * 16;
+    const int64_t tiles_4x4 = ((y[2] + 3) / 4) * ((y[3] + 3) / 4);
+    const bool inputs_outnumber_outputs_4x =
+        ws[1] >= 4 * ws[0] && tiles_4x4 > ops::kWinogradSingleBlockTiles;
     const int m = y[2] * y[3] >= 27 * 27 ? (inputs_outnumber_outputs_4x ? 2 : 4)
                   : small_weights && (whole_tiles || outputs_outnumber_inputs) ? 4
                                                                                 : 2;

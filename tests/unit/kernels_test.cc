@@ -744,6 +744,10 @@ TEST(KernelTest, WinogradOnlyWhereItsTilesFill) {
   EXPECT_EQ(winograd({1, 48, 13, 13}, {192, 48, 3, 3}), 4);
   EXPECT_EQ(winograd({1, 128, 28, 28}, {32, 128, 3, 3}), 4);
   EXPECT_EQ(winograd({1, 128, 56, 56}, {32, 128, 3, 3}), 2);  // four times the inputs, past 96 tiles
+  // The block rule counts 4x4 tiles (kWinogradSingleBlockTiles): 39x39 is 100 of them,
+  // several blocks; 36x36 is 81, one block.
+  EXPECT_EQ(winograd({1, 128, 39, 39}, {32, 128, 3, 3}), 2);
+  EXPECT_EQ(winograd({1, 128, 36, 36}, {32, 128, 3, 3}), 4);
   EXPECT_EQ(winograd({1, 64, 56, 56}, {32, 64, 3, 3}), 4);
 }
 
