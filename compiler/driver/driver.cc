@@ -69,7 +69,9 @@ schedule::CostModel cost_model(const target::Target& t) {
 }
 
 ops::TargetTraits target_traits(const target::Target& t) {
-  return ops::TargetTraits{t.features, t.arch, t.l1d_bytes, t.l2_bytes, t.l3_bytes};
+  ops::TargetTraits traits{t.features, t.arch, t.l1d_bytes, t.l2_bytes, t.l3_bytes};
+  traits.avx512_full_rate = t.avx512_full_rate;
+  return traits;
 }
 
 namespace {

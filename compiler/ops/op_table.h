@@ -27,6 +27,7 @@ struct TargetTraits {
   int64_t l2_bytes = 1024 * 1024;
   int64_t l3_bytes = 0;  // 0: none or unknown
   uint32_t workers = 1;  // step lists the plan is compiled for (--workers)
+  bool avx512_full_rate = false;  // target::Target::avx512_full_rate
 };
 
 struct BroadcastLoops;

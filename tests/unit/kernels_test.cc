@@ -783,6 +783,30 @@ TEST(KernelTest, TransposedAgainstShiftedJunkColumns) {
   EXPECT_EQ(transposed, 4);
 }
 
+// Where AVX-512 multiply-adds run at full rate, the tap-rectangles tile keeps only layers
+// whose calls carry kc x columns >= 48 x 16 (or images under 7x7): RegNet's 16-channel
+// groups on 14x14 and 7x7 go to the shifted and phase tiles, a 5x5 layer of 29 channels
+// into 32 stays, and so does a 7x7 layer on a 4x4 image; at the usual rate all four
+// stay.
+TEST(KernelTest, ShortTapRectangleCallsOnFullRateCores) {
+  ops::TargetTraits traits = driver::target_traits(target::resolve("x86_64-avx512"));
+  traits.l1d_bytes = 48 << 10;
+  traits.l2_bytes = 1 << 20;
+  KernelCase k(477);
+  Node* group16 = add_conv(k, {1, 160, 14, 14}, {160, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}, {"group", int64_t{10}}});
+  Node* group16_s2 = add_conv(k, {1, 400, 14, 14}, {400, 16, 3, 3},
+                              {{"pads", I{1, 1, 1, 1}}, {"strides", I{2, 2}}, {"group", int64_t{25}}});
+  Node* long_calls = add_conv(k, {1, 29, 32, 32}, {32, 29, 5, 5}, {{"pads", I{2, 2, 2, 2}}});
+  Node* tiny = add_conv(k, {1, 22, 4, 4}, {22, 22, 7, 7}, {{"pads", I{3, 3, 3, 3}}});
+  for (const Node* n : {group16, group16_s2, long_calls, tiny})
+    EXPECT_TRUE(passes::wants_transposed_gemm(*n, 48, traits)) << n->describe();
+  traits.avx512_full_rate = true;
+  EXPECT_FALSE(passes::wants_transposed_gemm(*group16, 48, traits));
+  EXPECT_FALSE(passes::wants_transposed_gemm(*group16_s2, 48, traits));
+  EXPECT_TRUE(passes::wants_transposed_gemm(*long_calls, 48, traits));
+  EXPECT_TRUE(passes::wants_transposed_gemm(*tiny, 48, traits));
+}
+
 // Window geometry: strides, pads, dilations, auto_pad, groups (direct and GEMM paths).
 TEST(KernelTest, ConvGeometry) {
   KernelCase k(450);
