@@ -24,7 +24,8 @@ struct Target {
   int64_t l3_bytes = 0;
   // AVX-512 multiply-adds at twice the AVX2 rate (two 512-bit pipes, not one or a
   // 256-bit pair): `host` measures it (peak_flops.h); named targets assume not. The
-  // cost model's rates, and so which steps a plan splits over workers, follow it.
+  // cost model's rates, and so which steps a plan splits over workers, follow it, and
+  // so does which convolutions take the tap-rectangles tile (pack_weights).
   bool avx512_full_rate = false;
 };
 
