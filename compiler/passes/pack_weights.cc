@@ -104,6 +104,30 @@ void pack_conv_transpose(Graph& graph, Node& node) {
   node.attrs["gemm_a_weights"] = int64_t{1};
 }
 
+// Whether the tap-rectangles tile's calls are long enough to pay. Each call (one tap,
+// one block of kc channels, one row of up to 8 pixels) loads its C^T rows, runs kc k
+// steps of one broadcast per pixel and a multiply-add per column vector, and stores the
+// rows again. Where AVX-512 multiply-adds run at full rate (two 512-bit pipes: Zen 5)
+// they take half the cycles that loads, stores and calls are left with, so a call of
+// few channels and one or two column vectors runs well below the shifted and phase
+// tiles (8 output channels by 48 pixels, the junk columns of padded rows included).
+// Measured on Zen 5, whole models paired, where this hands such layers to the shifted
+// and phase strategies: regnet_x_400mf (16 channels a group) 0.92 of the time,
+// regnet_x_800mf 0.94, regnet_x_1_6gf (24 a group) 0.92, regnet_y_800mf 0.95,
+// regnet_y_1_6gf 0.89, resnext50_32x4d 0.98; held-out random CNNs with 5x5 and 7x7
+// layers of 16-32 channels on 24x24-32x32 (those layers 0.48-0.82 of their time) and
+// grouped ones: 10 of 40 changed, 0.85-1.00. The bound, kc x columns >= 48 x 16, sits
+// between calls of 21-24 channels by 21-24 columns or 16 by 32 (slower as rects) and 29
+// by 32 (5x5 on 32x32: 0.53 of the shifted time) or 32 by 32 (7x7 on 10x10: 0.61).
+// Images under 7x7 keep rects, whose rows then beat the padded ones by far (7x7 on 4x4:
+// half the shifted time). Single layers timed alone, weights hot in L2, favour rects on
+// 7x7 (1.1-1.6x) where whole models do not. Zen 4 (256-bit halves) ran the one-vector
+// tile at 89% of its peak on grouped layers (bench/SWEEP.md): there, as on named
+// targets, rects keeps every layer it fits.
+bool rects_calls_pay(int64_t kc, int64_t columns, int64_t pixels, const ops::TargetTraits& target) {
+  return !target.avx512_full_rate || kc * columns >= 48 * 16 || pixels < 49;
+}
+
 }  // namespace
 
 // A 2-D convolution (any groups short of depthwise) over so few output pixels that
@@ -132,34 +156,6 @@ void pack_conv_transpose(Graph& graph, Node& node) {
 //    5x5 d2 2890 -> 1950, 5x5 s2 790 -> 625, 7x7 4610 -> 3840, 5x5 2100 -> 1960,
 //    3x3 d2 770 -> 700; 128 channels 5x5 s2 d2 on 14x14 720 -> 565; left alone: 128
 //    channels 5x5 d2 on 14x14 (+2%), 64 channels 5x5 s2 d2 on 28x28 (+16%).
-namespace {
-
-// Whether the tap-rectangles tile's calls are long enough to pay. Each call (one tap,
-// one block of kc channels, one row of up to 8 pixels) loads its C^T rows, runs kc k
-// steps of one broadcast per pixel and a multiply-add per column vector, and stores the
-// rows again. Where AVX-512 multiply-adds run at full rate (two 512-bit pipes: Zen 5)
-// they take half the cycles that loads, stores and calls are left with, so a call of
-// few channels and one or two column vectors runs well below the shifted and phase
-// tiles (8 output channels by 48 pixels, the junk columns of padded rows included).
-// Measured on Zen 5, whole models paired, where this hands such layers to the shifted
-// and phase strategies: regnet_x_400mf (16 channels a group) 0.92 of the time,
-// regnet_x_800mf 0.94, regnet_x_1_6gf (24 a group) 0.92, regnet_y_800mf 0.95,
-// regnet_y_1_6gf 0.89, resnext50_32x4d 0.98; held-out random CNNs with 5x5 and 7x7
-// layers of 16-32 channels on 24x24-32x32 (those layers 0.48-0.82 of their time) and
-// grouped ones: 10 of 40 changed, 0.85-1.00. The bound, kc x columns >= 48 x 16, sits
-// between calls of 21-24 channels by 21-24 columns or 16 by 32 (slower as rects) and 29
-// by 32 (5x5 on 32x32: 0.53 of the shifted time) or 32 by 32 (7x7 on 10x10: 0.61).
-// Images under 7x7 keep rects, whose rows then beat
-// the padded ones by far (7x7 on 4x4: half the shifted time). Single layers timed alone,
-// weights hot in L2, favour rects on 7x7 (1.1-1.6x) where whole models do not. Zen 4
-// (256-bit halves) ran the one-vector tile at 89% of its peak on grouped layers
-// (bench/SWEEP.md): there, as on named targets, rects keeps every layer it fits.
-bool rects_calls_pay(int64_t kc, int64_t columns, int64_t pixels, const ops::TargetTraits& target) {
-  return !target.avx512_full_rate || kc * columns >= 48 * 16 || pixels < 49;
-}
-
-}  // namespace
-
 bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTraits& target, double beyond_l2_margin) {
   const int64_t l2_bytes = target.l2_bytes;
   if (node.op_type != "Conv" || node.attrs.count("b_panel_width") || node.attrs.count("winograd") ||
