@@ -429,9 +429,28 @@ TEST_F(ToolsCliTest, BenchAgainst) {
   EXPECT_GT(j["paired_ratio"]["median"].get<double>(), 0.0);
   EXPECT_LE(j["paired_ratio"]["min"].get<double>(), j["paired_ratio"]["median"].get<double>());
   EXPECT_GT(j["min_ratio"].get<double>(), 0.0);
+  EXPECT_EQ(j["calls_per_turn"], 1);
   r = ingot({"bench", module_, "--against", path("b.ingot"), "--iterations=3"});
   ASSERT_EQ(r.status, kExitOk) << r.err;
   EXPECT_TRUE(contains(r.out, "B/A: median of pairs")) << r.out;
+  // In turns: 9 calls of each in turns of 4 are turns of 4, 4 and 1 calls.
+  r = ingot({"bench", module_, "--against", path("b.ingot"), "--iterations=9", "--calls-per-turn=4", "--json"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["calls_per_turn"], 4);
+  EXPECT_EQ(j["iterations"], 9);
+  EXPECT_EQ(j["against"]["iterations"], 9);
+  EXPECT_LE(j["paired_ratio"]["min"].get<double>(), j["paired_ratio"]["median"].get<double>());
+  r = ingot({"bench", module_, "--against", path("b.ingot"), "--iterations=9", "--calls-per-turn=4"});
+  ASSERT_EQ(r.status, kExitOk) << r.err;
+  EXPECT_TRUE(contains(r.out, "B/A: median of 3 turns")) << r.out;
+  EXPECT_TRUE(contains(r.out, "turns of 4 calls")) << r.out;
+  r = ingot({"bench", module_, "--calls-per-turn=4"});
+  EXPECT_EQ(r.status, kExitError);
+  EXPECT_TRUE(contains(r.err, "--calls-per-turn applies only with --against")) << r.err;
+  r = ingot({"bench", module_, "--against", path("b.ingot"), "--calls-per-turn=0"});
+  EXPECT_EQ(r.status, kExitError);
+  EXPECT_TRUE(contains(r.err, "--calls-per-turn")) << r.err;
   // Modules that take different inputs cannot share them.
   emit::ModuleContents other = copy_module();
   other.inputs = {{"x", INGOT_DTYPE_F32, {3, 2}}};
