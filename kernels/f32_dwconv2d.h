@@ -544,7 +544,9 @@ INGOT_INLINE void f32_dwconv2d_lanes16_avx512(float* INGOT_RESTRICT y, const flo
  * |yt| (OW rounded up to 16 pixels) and back to the planes by 16x16 transposes. The
  * ring's pad columns are zeroed once; a padded row outside the image is a zero row.
  * Each tap is one aligned 16-lane multiply-add per output pixel, where a plane at a
- * time reads every tap from a different unaligned offset. */
+ * time reads every tap from a different unaligned offset. Output rows [oh0, oh1) of
+ * OH; channel c's plane starts at x + c * xs and y + c * ys (H * W and OH * OW for
+ * whole planes; a fused block passes its band buffers, whose rows are a band's). */
 INGOT_INLINE void f32_dwconv_lanes_fill_row_avx512(float* INGOT_RESTRICT slot, const float* INGOT_RESTRICT x,
                                                    ingot_index_t nch, ingot_index_t HW, ingot_index_t W, ingot_index_t PW) {
   __m512 r[16];
@@ -562,8 +564,9 @@ INGOT_INLINE void f32_dwconv2d_lanes16_rows_avx512(float* INGOT_RESTRICT y, cons
                                                    ingot_index_t SW, ingot_index_t PH, ingot_index_t PW, ingot_index_t DH,
                                                    ingot_index_t DW, ingot_index_t Wp, float* INGOT_RESTRICT ring,
                                                    float* INGOT_RESTRICT wt, float* INGOT_RESTRICT yt, int act, float lo,
-                                                   float hi) {
-  const ingot_index_t HW = H * W, OHW = OH * OW, span = (KH - 1) * DH + 1;
+                                                   float hi, ingot_index_t oh0, ingot_index_t oh1, ingot_index_t xs,
+                                                   ingot_index_t ys) {
+  const ingot_index_t span = (KH - 1) * DH + 1;
   const __mmask16 lanes = nch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nch) - 1u);
   for (ingot_index_t i = 0; i < span * Wp; ++i) _mm512_storeu_ps(ring + i * 16, _mm512_setzero_ps());
   f32_dwconv_lanes_weights_avx512(wt, w, nch, KH * KW);
@@ -571,14 +574,15 @@ INGOT_INLINE void f32_dwconv2d_lanes16_rows_avx512(float* INGOT_RESTRICT y, cons
   ingot_index_t filled = 0;
   const __m512 b = bias ? _mm512_maskz_loadu_ps(lanes, bias) : _mm512_setzero_ps();
   const float* tap_rows[INGOT_DWCONV_LANES_MAX_KH];
-  for (ingot_index_t oh = 0; oh < OH; ++oh) {
+  (void)OH;
+  for (ingot_index_t oh = oh0; oh < oh1; ++oh) {
     const ingot_index_t first = oh * SH, last = first + span; /* padded rows [first, last) */
     if (filled < first) filled = first;
     for (; filled < last; ++filled) {
       float* INGOT_RESTRICT slot = ring + (filled % span) * Wp * 16;
       const ingot_index_t ih = filled - PH;
       if (ih >= 0 && ih < H)
-        f32_dwconv_lanes_fill_row_avx512(slot, x + ih * W, nch, HW, W, PW);
+        f32_dwconv_lanes_fill_row_avx512(slot, x + ih * W, nch, xs, W, PW);
       else
         for (ingot_index_t i = PW; i < PW + W; ++i) _mm512_storeu_ps(slot + i * 16, _mm512_setzero_ps());
     }
@@ -586,7 +590,7 @@ INGOT_INLINE void f32_dwconv2d_lanes16_rows_avx512(float* INGOT_RESTRICT y, cons
      * and block of outputs cost as much as the block's multiply-adds). */
     for (ingot_index_t kh = 0; kh < KH; ++kh) tap_rows[kh] = ring + ((first + kh * DH) % span) * Wp * 16;
     f32_dwconv_lanes_row_avx512(yt, tap_rows, wt, b, OW, KH, KW, SW, DW, act, lo, hi);
-    f32_dwconv_lanes_to_planes_avx512(y + oh * OW, OHW, yt, OW, nch);
+    f32_dwconv_lanes_to_planes_avx512(y + oh * OW, ys, yt, OW, nch);
   }
 }
 #endif

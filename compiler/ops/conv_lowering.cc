@@ -956,8 +956,8 @@ std::string lower_dwconv_lanes(LoweringContext& ctx, const ConvGeometry& c, bool
   std::string call;
   if (by_rows) {
     const int64_t ring = lanes_ring_rows(g) * Wp * 16;
-    call = fmt::format("f32_dwconv2d_lanes16_rows_avx512(planes, x, w, bias, nch, {}, {}, {s}, {s} + {}, {s} + {}, {})",
-                       geometry, Wp, ring, ring + taps16, act, fmt::arg("s", ctx.scratch));
+    call = fmt::format("f32_dwconv2d_lanes16_rows_avx512(planes, x, w, bias, nch, {}, {}, {s}, {s} + {}, {s} + {}, {}, 0, {}, {}, {})",
+                       geometry, Wp, ring, ring + taps16, act, g.OH, g.H * g.W, HW, fmt::arg("s", ctx.scratch));
   } else if (avx512) {
     const int64_t block = Hp * Wp * 16;
     call = fmt::format("f32_dwconv2d_lanes16_avx512(planes, x, w, bias, nch, {}, {}, {}, {s}, {s} + {}, {s} + {}, {})",
