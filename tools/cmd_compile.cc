@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/codegen/compile_native.h"
 #include "compiler/driver/driver.h"
 #include "compiler/ir/error.h"
 #include "ingot/abi.h"
@@ -66,6 +67,15 @@ driver::CompileOptions compile_options(const CompileArgs& args) {
     if (!std::filesystem::is_directory(options.cache_dir, ec))
       fail("{}: '{}' is not a folder that can be made", cache_source, options.cache_dir);
   }
+  // Its size limit, from the flag or else the environment, read the same way.
+  options.cache_max_size = args.cache_max_size;
+  const char* limit_source = "--cache-max-size";
+  if (const char* env = std::getenv("INGOT_CACHE_MAX_SIZE"); options.cache_max_size.empty() && env && *env) {
+    options.cache_max_size = env;
+    limit_source = "INGOT_CACHE_MAX_SIZE";
+  }
+  if (!options.cache_max_size.empty() && !codegen::parse_cache_size(options.cache_max_size))
+    fail("{}: '{}' is not a size (a whole number of bytes, or with K, M or G)", limit_source, options.cache_max_size);
   options.workers = parse_workers(args.workers);
   options.arena_guard = args.arena_guard ? INGOT_ARENA_ALIGNMENT : 0;
   if (args.output.empty()) fail("-o: empty output path");
@@ -165,6 +175,10 @@ CommandFn add_compile_command(CLI::App& app) {
                   "Keep compiled kernel objects in DIR and reuse them when the compiler, flags and kernel "
                   "text are the same (default: $INGOT_CACHE_DIR; none when unset)")
       ->type_name("DIR");
+  cmd->add_option("--cache-max-size", args->cache_max_size,
+                  "The most the cache folder may hold: bytes, or K, M, G (1024-based); the least recently "
+                  "used kernels go first; 0: no limit (default: $INGOT_CACHE_MAX_SIZE, else 1G)")
+      ->type_name("SIZE");
   cmd->add_flag("--arena-guard", args->arena_guard,
                 "Leave a 64-byte gap after every arena buffer, so 'ingot run --check-arena' also "
                 "sees a step overrun one of its own buffers into the next (testing)");

@@ -47,6 +47,7 @@ struct CompileArgs {
   std::string cc;                         // empty: the target's C compiler
   bool keep_temps = false;
   std::string cache_dir;
+  std::string cache_max_size;
   std::string workers = "1";              // the value of --workers: a count or "host"
   bool arena_guard = false;               // --arena-guard: a gap after every arena buffer
 };

@@ -184,11 +184,14 @@ class ObjectCache {
     const std::string key = hash.hex();
     return fs::path(dir_) / key.substr(0, 2) / (key + ".o");
   }
-  // Copies a cached object to |object|; false when there is none.
+  // Copies a cached object to |object|; false when there is none. A hit renews the
+  // entry's time, which is what trimming ranks entries by.
   static bool fetch(const fs::path& entry, const fs::path& object) {
     std::error_code ec;
     if (!fs::is_regular_file(entry, ec) || fs::file_size(entry, ec) == 0 || ec) return false;
-    return fs::copy_file(entry, object, fs::copy_options::overwrite_existing, ec) && !ec;
+    if (!fs::copy_file(entry, object, fs::copy_options::overwrite_existing, ec) || ec) return false;
+    fs::last_write_time(entry, fs::file_time_type::clock::now(), ec);
+    return true;
   }
   // Keeps |object| under |entry|: copied beside it, then renamed, so that a reader (in
   // another process too) sees a whole file or none.
@@ -198,6 +201,38 @@ class ObjectCache {
     const fs::path part = entry.string() + fmt::format(".part{}", static_cast<long>(getpid()));
     if (fs::copy_file(object, part, fs::copy_options::overwrite_existing, ec) && !ec) fs::rename(part, entry, ec);
     if (ec) fs::remove(part, ec);
+  }
+  // Above |max_bytes| of objects, removes the least recently used until 9/10 of it
+  // remain (so that the next few compiles do not trim again). Another process may be
+  // reading an entry removed here: its copy fails, and it compiles the unit.
+  void trim(uint64_t max_bytes) const {
+    if (dir_.empty() || max_bytes == 0) return;
+    struct Entry {
+      fs::file_time_type used;
+      uint64_t bytes;
+      fs::path path;
+    };
+    std::vector<Entry> entries;
+    uint64_t total = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      std::error_code e;
+      if (it->path().extension() != ".o" || !it->is_regular_file(e)) continue;
+      const uint64_t bytes = it->file_size(e);
+      const fs::file_time_type used = it->last_write_time(e);
+      if (e) continue;
+      entries.push_back({used, bytes, it->path()});
+      total += bytes;
+    }
+    if (total <= max_bytes) return;
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+    const uint64_t keep = max_bytes / 10 * 9;
+    for (const Entry& e : entries) {
+      if (total <= keep) break;
+      std::error_code gone;
+      if (fs::remove(e.path, gone)) total -= e.bytes;
+    }
   }
 
  private:
@@ -224,6 +259,26 @@ class TempDir {
 };
 
 }  // namespace
+
+std::optional<uint64_t> parse_cache_size(std::string_view text) {
+  uint64_t unit = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K': case 'k': unit = uint64_t{1} << 10; break;
+      case 'M': case 'm': unit = uint64_t{1} << 20; break;
+      case 'G': case 'g': unit = uint64_t{1} << 30; break;
+      default: break;
+    }
+    if (unit != 1) text.remove_suffix(1);
+  }
+  if (text.empty() || text.size() > 12) return std::nullopt;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return value * unit;
+}
 
 std::vector<std::vector<size_t>> kernel_units(const CSource& source, const target::Target& target, int opt_level) {
   const size_t kernels = source.kernel_code.size();
@@ -328,6 +383,7 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
   }
   if (failed >= 0) fail("C compiler failed on generated code: {}", first_error_line(slurp(logs[failed])));
   for (size_t c = 0; c < entries.size(); ++c) ObjectCache::store(commands[c].back(), entries[c]);
+  if (!entries.empty()) cache.trim(options.cache_max_bytes);
 
   std::vector<std::string> link = {tool_for(compiler, "ld"), "-nostdlib", "-static", "-pie", "--no-dynamic-linker",
                                    "--gc-sections", "-T", (dir.path() / "flat.ld").string()};

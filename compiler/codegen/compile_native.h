@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/codegen/c/emit_c.h"
@@ -24,9 +26,18 @@ struct NativeOptions {
   // A folder that keeps each compiled translation unit under a hash of everything
   // that makes it (the compiler's --version text, the flags, the kernel headers, the
   // unit's text); a later compile with the same hash copies the object instead of
-  // running the C compiler. Empty: no cache. Entries are never removed by ingot.
+  // running the C compiler. Empty: no cache.
   std::string cache_dir;
+  // The most bytes of objects the cache folder may hold: a compile that adds entries
+  // and finds more removes the least recently used ones (a hit counts as a use) until
+  // 9/10 of this remain. 0: no limit.
+  static constexpr uint64_t kDefaultCacheMaxBytes = uint64_t{1} << 30;
+  uint64_t cache_max_bytes = kDefaultCacheMaxBytes;
 };
+
+// A cache size as written by a user: a whole number of bytes, or of KiB, MiB or GiB
+// with a K, M or G suffix ("512M"); "0" means no limit. Nothing for anything else.
+std::optional<uint64_t> parse_cache_size(std::string_view text);
 
 // Compiles, links at address 0 with a script that places the helpers (memcpy-like
 // routines, and the compiler's support routines on bare-metal targets) first and the

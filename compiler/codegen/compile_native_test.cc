@@ -82,19 +82,27 @@ int compiles_logged(const std::filesystem::path& log) {
   return n;
 }
 
-TEST(CompileNativeTest, ObjectCacheSkipsTheCompilerOnlyForTheSameUnit) {
+// Options that compile through a logging wrapper of cc (its command lines go to
+// |work|/calls.txt) into a cache in |work|/cache; |work| starts empty.
+NativeOptions logging_cached_compiles(const std::filesystem::path& work) {
   namespace fs = std::filesystem;
-  const fs::path work = fs::temp_directory_path() / ("ingot-cache-test-" + std::to_string(getpid()));
   fs::remove_all(work);
   fs::create_directories(work);
-  // A compiler that logs its command lines and hands them to cc.
-  const fs::path wrapper = work / "logging-cc", log = work / "calls.txt";
-  std::ofstream(wrapper) << "#!/bin/sh\necho \"$*\" >> " << log.string() << "\nexec cc \"$@\"\n";
+  const fs::path wrapper = work / "logging-cc";
+  std::ofstream(wrapper) << "#!/bin/sh\necho \"$*\" >> " << (work / "calls.txt").string() << "\nexec cc \"$@\"\n";
   fs::permissions(wrapper, fs::perms::owner_all);
-  const target::Target host = target::resolve("x86_64");
   NativeOptions options;
   options.cc = wrapper.string();
   options.cache_dir = (work / "cache").string();
+  return options;
+}
+
+TEST(CompileNativeTest, ObjectCacheSkipsTheCompilerOnlyForTheSameUnit) {
+  namespace fs = std::filesystem;
+  const fs::path work = fs::temp_directory_path() / ("ingot-cache-test-" + std::to_string(getpid()));
+  const fs::path log = work / "calls.txt";
+  NativeOptions options = logging_cached_compiles(work);
+  const target::Target host = target::resolve("x86_64");
 
   const NativeCode first = compile_native(two_kernels(7), host, options);
   EXPECT_EQ(compiles_logged(log), 1) << "an empty cache: the unit is compiled";
@@ -122,6 +130,58 @@ TEST(CompileNativeTest, ObjectCacheSkipsTheCompilerOnlyForTheSameUnit) {
   compile_native(two_kernels(7), host, options);
   EXPECT_EQ(compiles_logged(log), 5);
   fs::remove_all(work);
+}
+
+// Past its size the cache drops the least recently used entries, a hit counting as a
+// use, down to 9/10 of the limit; 0 means no limit.
+TEST(CompileNativeTest, ObjectCacheDropsTheLeastRecentlyUsedPastItsSize) {
+  namespace fs = std::filesystem;
+  const fs::path work = fs::temp_directory_path() / ("ingot-cache-trim-test-" + std::to_string(getpid()));
+  const fs::path log = work / "calls.txt";
+  NativeOptions options = logging_cached_compiles(work);
+  const target::Target host = target::resolve("x86_64");
+  auto cached = [&] {
+    uint64_t bytes = 0;
+    int count = 0;
+    for (const auto& e : fs::recursive_directory_iterator(work / "cache"))
+      if (e.is_regular_file()) bytes += e.file_size(), ++count;
+    return std::pair{bytes, count};
+  };
+
+  compile_native(two_kernels(1), host, options);
+  const uint64_t one = cached().first;
+  ASSERT_GT(one, 0u);
+  // Room for two entries and a half.
+  options.cache_max_bytes = one * 5 / 2;
+  compile_native(two_kernels(2), host, options);
+  EXPECT_EQ(cached().second, 2);
+  compile_native(two_kernels(1), host, options);
+  EXPECT_EQ(compiles_logged(log), 2) << "a hit, which renews the first entry";
+  compile_native(two_kernels(3), host, options);
+  EXPECT_EQ(compiles_logged(log), 3);
+  EXPECT_EQ(cached().second, 2) << "three entries do not fit: one goes";
+  EXPECT_LE(cached().first, options.cache_max_bytes / 10 * 9);
+  compile_native(two_kernels(1), host, options);
+  EXPECT_EQ(compiles_logged(log), 3) << "the entry used last is kept";
+  compile_native(two_kernels(3), host, options);
+  EXPECT_EQ(compiles_logged(log), 3) << "the entry made last is kept";
+  compile_native(two_kernels(2), host, options);
+  EXPECT_EQ(compiles_logged(log), 4) << "the least recently used entry was dropped";
+
+  options.cache_max_bytes = 0;
+  for (int k = 4; k < 7; ++k) compile_native(two_kernels(k), host, options);
+  EXPECT_EQ(cached().second, 5) << "no limit: nothing dropped";
+  fs::remove_all(work);
+}
+
+TEST(CompileNativeTest, CacheSizesReadAsUsersWriteThem) {
+  EXPECT_EQ(parse_cache_size("0"), uint64_t{0});
+  EXPECT_EQ(parse_cache_size("4096"), uint64_t{4096});
+  EXPECT_EQ(parse_cache_size("10k"), uint64_t{10240});
+  EXPECT_EQ(parse_cache_size("512M"), uint64_t{512} << 20);
+  EXPECT_EQ(parse_cache_size("2G"), uint64_t{2} << 30);
+  for (const char* bad : {"", "G", "1.5G", "-1", "12X", "1 G", "99999999999999G"})
+    EXPECT_FALSE(parse_cache_size(bad).has_value()) << bad;
 }
 
 TEST(CompileNativeTest, KernelsAreFoundByNameAndRelocationsRefused) {

@@ -211,6 +211,19 @@ void compile(const CompileOptions& options) {
   native_options.keep_temps = options.keep_temps;
   native_options.cache_dir = options.cache_dir;
   if (const char* env = std::getenv("INGOT_CACHE_DIR"); native_options.cache_dir.empty() && env) native_options.cache_dir = env;
+  {
+    std::string limit = options.cache_max_size;
+    const char* source = "cache size";
+    if (const char* env = std::getenv("INGOT_CACHE_MAX_SIZE"); limit.empty() && env && *env) {
+      limit = env;
+      source = "INGOT_CACHE_MAX_SIZE";
+    }
+    if (!limit.empty()) {
+      const std::optional<uint64_t> bytes = codegen::parse_cache_size(limit);
+      if (!bytes) fail("{}: '{}' is not a size (a whole number of bytes, or with K, M or G)", source, limit);
+      native_options.cache_max_bytes = *bytes;
+    }
+  }
 
   emit::ModuleContents m = pack_module_contents(*graph, plan, source, target, std::string("ingot ") + compiler_version());
   m.strip = options.strip;

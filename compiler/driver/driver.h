@@ -32,6 +32,9 @@ struct CompileOptions {
   // Compiled kernel objects are kept and reused here (codegen::NativeOptions::cache_dir);
   // empty: $INGOT_CACHE_DIR when set, else no cache.
   std::string cache_dir;
+  // The most the cache may hold, as parse_cache_size reads it ("512M", "0": no limit);
+  // empty: $INGOT_CACHE_MAX_SIZE when set, else 1 GiB.
+  std::string cache_max_size;
   uint32_t workers = 1;                 // step lists (streams); the plan may use fewer
   uint64_t arena_guard = 0;             // bytes of canary gap after every arena buffer
 };

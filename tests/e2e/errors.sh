@@ -41,6 +41,9 @@ expect 2 "input 'x' dimension 0 ('batch') is dynamic" -- "$INGOT" compile "$W/dy
 : > "$W/plain_file"
 expect 2 "--cache-dir: '$W/plain_file/cache' is not a folder" -- "$INGOT" compile "$W/dynamic_batch.onnx" -o "$W/x.ingot" --input-shape=x:2x4 --cache-dir "$W/plain_file/cache"
 expect 2 "INGOT_CACHE_DIR: '$W/plain_file' is not a folder" -- env INGOT_CACHE_DIR="$W/plain_file" "$INGOT" compile "$W/dynamic_batch.onnx" -o "$W/x.ingot" --input-shape=x:2x4
+# Its size limit: not a size, from the flag or the environment.
+expect 2 "--cache-max-size: '1.5G' is not a size" -- "$INGOT" compile "$W/dynamic_batch.onnx" -o "$W/x.ingot" --input-shape=x:2x4 --cache-max-size=1.5G
+expect 2 "INGOT_CACHE_MAX_SIZE: '-1' is not a size" -- env INGOT_CACHE_MAX_SIZE=-1 "$INGOT" compile "$W/dynamic_batch.onnx" -o "$W/x.ingot" --input-shape=x:2x4
 [ ! -e "$W/x.ingot" ] || { echo "FAIL: a failed compile left $W/x.ingot" >&2; failures=$((failures + 1)); }
 
 expect 0 "" -- "$INGOT" compile "$W/dynamic_batch.onnx" -o "$W/dyn.ingot" --input-shape=x:2x4
