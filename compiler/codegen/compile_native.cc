@@ -113,6 +113,32 @@ std::string first_error_line(const std::string& log) {
 
 int run_tool(const std::vector<std::string>& argv, const std::string& log) { return run(argv, log); }
 
+int run_tools(const std::vector<std::vector<std::string>>& commands, const std::vector<std::string>& logs) {
+  // Every started command is waited for, even after a failure: the callers remove the
+  // folder they write into on the way out.
+  const size_t jobs = std::min<size_t>(std::max<size_t>(commands.size(), 1), usable_cpus());
+  std::vector<std::pair<pid_t, size_t>> running;
+  int failed = -1;
+  size_t next = 0;
+  while (next < commands.size() || !running.empty()) {
+    if (next < commands.size() && running.size() < jobs && failed < 0) {
+      try {
+        running.emplace_back(spawn(commands[next], logs[next]), next);
+      } catch (...) {
+        for (const auto& r : running) wait_exit(r.first);
+        throw;
+      }
+      ++next;
+      continue;
+    }
+    if (running.empty()) break;
+    auto [pid, index] = running.front();
+    running.erase(running.begin());
+    if (wait_exit(pid) != 0 && (failed < 0 || static_cast<int>(index) < failed)) failed = static_cast<int>(index);
+  }
+  return failed;
+}
+
 namespace {
 
 std::string tool_for(const std::string& cc, const std::string& tool) {
@@ -340,7 +366,8 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
   if (!options.cache_dir.empty() && run({compiler, "--version"}, log) == 0) compiler_id = slurp(log);
   const ObjectCache cache(compiler_id.empty() ? std::string() : options.cache_dir, compiler_id,
                           std::vector<std::string>(cc.begin() + 1, cc.end()));
-  std::vector<fs::path> objects, logs, entries;
+  std::vector<fs::path> objects, entries;
+  std::vector<std::string> logs;
   std::vector<std::vector<std::string>> commands;
   for (size_t u = 0; u < units.size(); ++u) {
     const std::string stem = units.size() == 1 ? "model" : fmt::format("model{}", u);
@@ -354,33 +381,12 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
       if (ObjectCache::fetch(entry, objects.back())) continue;
       entries.push_back(std::move(entry));
     }
-    logs.push_back(dir.path() / (stem + ".log"));
+    logs.push_back((dir.path() / (stem + ".log")).string());
     std::vector<std::string> argv = cc;
     argv.insert(argv.end(), {"-I", dir.path().string(), "-c", (dir.path() / (stem + ".c")).string(), "-o", objects.back().string()});
     commands.push_back(std::move(argv));
   }
-  // Every started compiler is waited for, even after a failure: the folder they write
-  // into is removed on the way out.
-  const size_t jobs = std::min<size_t>(std::max<size_t>(commands.size(), 1), usable_cpus());
-  std::vector<std::pair<pid_t, size_t>> running;
-  int failed = -1;
-  size_t next = 0;
-  while (next < commands.size() || !running.empty()) {
-    if (next < commands.size() && running.size() < jobs && failed < 0) {
-      try {
-        running.emplace_back(spawn(commands[next], logs[next]), next);
-      } catch (...) {
-        for (const auto& r : running) wait_exit(r.first);
-        throw;
-      }
-      ++next;
-      continue;
-    }
-    if (running.empty()) break;
-    auto [pid, unit] = running.front();
-    running.erase(running.begin());
-    if (wait_exit(pid) != 0 && failed < 0) failed = static_cast<int>(unit);
-  }
+  const int failed = run_tools(commands, logs);
   if (failed >= 0) fail("C compiler failed on generated code: {}", first_error_line(slurp(logs[failed])));
   for (size_t c = 0; c < entries.size(); ++c) ObjectCache::store(commands[c].back(), entries[c]);
   if (!entries.empty()) cache.trim(options.cache_max_bytes);

@@ -92,6 +92,13 @@ std::vector<uint8_t> compile_c_object(const std::string& c_path, const std::stri
 // Throws Error when it cannot be started.
 int run_tool(const std::vector<std::string>& argv, const std::string& log);
 
+// Runs |commands| (each with stdout and stderr in the log of the same index), up to one
+// per CPU this process may use at a time, and waits for every one it started. After a
+// command fails no more are started. Returns the lowest index that failed, or -1: every
+// command before a failed one has started, so it is the first failure in order, the
+// one a run one at a time would report.
+int run_tools(const std::vector<std::vector<std::string>>& commands, const std::vector<std::string>& logs);
+
 // The line of a tool's |log| that names the first error (else its first line).
 std::string first_error_line(const std::string& log);
 
