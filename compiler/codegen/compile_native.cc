@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/embedded_kernels.h"
+#include "compiler/codegen/unit_cache.h"
 #include "compiler/ir/error.h"
 #include "ingot/abi.h"
 
@@ -166,106 +167,6 @@ std::vector<std::string> speed_flags(int opt_level) {
   return {"-ffp-contract=fast", "-fno-trapping-math", "--param=max-completely-peel-times=4"};
 }
 
-// 128 bits over a text (two 64-bit hashes of different construction), in hex: names a
-// cached object. Accidental collisions are what it must avoid; nothing here is secret.
-// Fed in pieces, so the part every unit shares is hashed once and copied.
-class TextHash {
- public:
-  void add(std::string_view text) {
-    for (unsigned char c : text) {
-      a_ = (a_ ^ c) * 0x100000001b3ull;     // FNV-1a
-      b_ = (b_ ^ c) * 0xff51afd7ed558ccdull;  // multiply and fold
-      b_ ^= b_ >> 29;
-    }
-    length_ += text.size();
-  }
-  std::string hex() const {
-    const uint64_t b = (b_ ^ length_) * 0xff51afd7ed558ccdull;
-    return fmt::format("{:016x}{:016x}", a_, b ^ (b >> 29));
-  }
-
- private:
-  uint64_t a_ = 0xcbf29ce484222325ull, b_ = 0x9e3779b97f4a7c15ull, length_ = 0;
-};
-
-// The kernel object cache (NativeOptions::cache_dir): where a unit's object lives.
-// Every failure here (an unwritable folder, a vanished entry) only means the C
-// compiler runs, as it would without a cache.
-class ObjectCache {
- public:
-  // |compiler_id| is the C compiler's --version text; |flags| the command line without
-  // the file names. Empty |dir|: off.
-  ObjectCache(std::string dir, const std::string& compiler_id, const std::vector<std::string>& flags)
-      : dir_(std::move(dir)) {
-    if (dir_.empty()) return;
-    common_.add("ingot kernel object cache 2\n" + compiler_id + "\n");
-    for (const std::string& f : flags) common_.add(f + '\0');
-    for (const EmbeddedFile& h : embedded_kernel_headers()) common_.add(fmt::format("\n{} {}\n{}", h.name, h.content.size(), h.content));
-    common_.add("\nunit\n");
-  }
-  bool enabled() const { return !dir_.empty(); }
-  fs::path entry(const std::string& unit_text) const {
-    TextHash hash = common_;
-    hash.add(unit_text);
-    const std::string key = hash.hex();
-    return fs::path(dir_) / key.substr(0, 2) / (key + ".o");
-  }
-  // Copies a cached object to |object|; false when there is none. A hit renews the
-  // entry's time, which is what trimming ranks entries by.
-  static bool fetch(const fs::path& entry, const fs::path& object) {
-    std::error_code ec;
-    if (!fs::is_regular_file(entry, ec) || fs::file_size(entry, ec) == 0 || ec) return false;
-    if (!fs::copy_file(entry, object, fs::copy_options::overwrite_existing, ec) || ec) return false;
-    fs::last_write_time(entry, fs::file_time_type::clock::now(), ec);
-    return true;
-  }
-  // Keeps |object| under |entry|: copied beside it, then renamed, so that a reader (in
-  // another process too) sees a whole file or none.
-  static void store(const fs::path& object, const fs::path& entry) {
-    std::error_code ec;
-    fs::create_directories(entry.parent_path(), ec);
-    const fs::path part = entry.string() + fmt::format(".part{}", static_cast<long>(getpid()));
-    if (fs::copy_file(object, part, fs::copy_options::overwrite_existing, ec) && !ec) fs::rename(part, entry, ec);
-    if (ec) fs::remove(part, ec);
-  }
-  // Above |max_bytes| of objects, removes the least recently used until 9/10 of it
-  // remain (so that the next few compiles do not trim again). Another process may be
-  // reading an entry removed here: its copy fails, and it compiles the unit.
-  void trim(uint64_t max_bytes) const {
-    if (dir_.empty() || max_bytes == 0) return;
-    struct Entry {
-      fs::file_time_type used;
-      uint64_t bytes;
-      fs::path path;
-    };
-    std::vector<Entry> entries;
-    uint64_t total = 0;
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
-      std::error_code e;
-      if (it->path().extension() != ".o" || !it->is_regular_file(e)) continue;
-      const uint64_t bytes = it->file_size(e);
-      const fs::file_time_type used = it->last_write_time(e);
-      if (e) continue;
-      entries.push_back({used, bytes, it->path()});
-      total += bytes;
-    }
-    if (total <= max_bytes) return;
-    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
-    const uint64_t keep = max_bytes / 10 * 9;
-    for (const Entry& e : entries) {
-      if (total <= keep) break;
-      std::error_code gone;
-      if (fs::remove(e.path, gone)) total -= e.bytes;
-    }
-  }
-
- private:
-  std::string dir_;
-  TextHash common_;  // the compiler, its flags and the kernel headers
-};
-
 class TempDir {
  public:
   explicit TempDir(bool keep) : keep_(keep) {
@@ -364,8 +265,10 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
   // With a cache, the compiler's identity is part of every key: its --version text.
   std::string compiler_id;
   if (!options.cache_dir.empty() && run({compiler, "--version"}, log) == 0) compiler_id = slurp(log);
-  const ObjectCache cache(compiler_id.empty() ? std::string() : options.cache_dir, compiler_id,
-                          std::vector<std::string>(cc.begin() + 1, cc.end()));
+  std::vector<std::pair<std::string, std::string>> headers;
+  for (const EmbeddedFile& h : embedded_kernel_headers()) headers.emplace_back(h.name, h.content);
+  const UnitCache cache(compiler_id.empty() ? std::string() : options.cache_dir, "ingot kernel object cache 2", compiler_id,
+                        std::vector<std::string>(cc.begin() + 1, cc.end()), headers, ".o");
   std::vector<fs::path> objects, entries;
   std::vector<std::string> logs;
   std::vector<std::vector<std::string>> commands;
@@ -378,7 +281,7 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
     objects.push_back(dir.path() / (stem + ".o"));
     if (cache.enabled()) {
       fs::path entry = cache.entry(text);
-      if (ObjectCache::fetch(entry, objects.back())) continue;
+      if (UnitCache::fetch(entry, objects.back())) continue;
       entries.push_back(std::move(entry));
     }
     logs.push_back((dir.path() / (stem + ".log")).string());
@@ -388,7 +291,7 @@ NativeCode compile_native(const CSource& source, const target::Target& target, c
   }
   const int failed = run_tools(commands, logs);
   if (failed >= 0) fail("C compiler failed on generated code: {}", first_error_line(slurp(logs[failed])));
-  for (size_t c = 0; c < entries.size(); ++c) ObjectCache::store(commands[c].back(), entries[c]);
+  for (size_t c = 0; c < entries.size(); ++c) UnitCache::store(commands[c].back(), entries[c]);
   if (!entries.empty()) cache.trim(options.cache_max_bytes);
 
   std::vector<std::string> link = {tool_for(compiler, "ld"), "-nostdlib", "-static", "-pie", "--no-dynamic-linker",

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <chrono>
+#include <tuple>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,6 +34,26 @@
 namespace ingot::driver {
 
 namespace {
+
+// The cache of compiled units and its size limit: the options', else the environment's
+// (INGOT_CACHE_DIR, INGOT_CACHE_MAX_SIZE), else no cache and 1 GiB.
+std::pair<std::string, uint64_t> unit_cache(const CompileOptions& options) {
+  std::string dir = options.cache_dir;
+  if (const char* env = std::getenv("INGOT_CACHE_DIR"); dir.empty() && env) dir = env;
+  std::string limit = options.cache_max_size;
+  const char* source = "cache size";
+  if (const char* env = std::getenv("INGOT_CACHE_MAX_SIZE"); limit.empty() && env && *env) {
+    limit = env;
+    source = "INGOT_CACHE_MAX_SIZE";
+  }
+  uint64_t bytes = codegen::NativeOptions::kDefaultCacheMaxBytes;
+  if (!limit.empty()) {
+    const std::optional<uint64_t> parsed = codegen::parse_cache_size(limit);
+    if (!parsed) fail("{}: '{}' is not a size (a whole number of bytes, or with K, M or G)", source, limit);
+    bytes = *parsed;
+  }
+  return {dir, bytes};
+}
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -112,6 +133,7 @@ void compile_device(const CompileOptions& options, const target::Target& target,
   codegen::SpirvOptions spirv_options;
   spirv_options.compiler = options.cc;
   spirv_options.keep_temps = options.keep_temps;
+  std::tie(spirv_options.cache_dir, spirv_options.cache_max_bytes) = unit_cache(options);
   std::vector<std::vector<uint32_t>> spirv = codegen::compile_spirv(program.kernels, target, spirv_options);
   if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "codegen+glslang", ms_since(t2) * 1000);
 
@@ -209,21 +231,7 @@ void compile(const CompileOptions& options) {
   native_options.cc = options.cc;
   native_options.opt_level = options.opt_level;
   native_options.keep_temps = options.keep_temps;
-  native_options.cache_dir = options.cache_dir;
-  if (const char* env = std::getenv("INGOT_CACHE_DIR"); native_options.cache_dir.empty() && env) native_options.cache_dir = env;
-  {
-    std::string limit = options.cache_max_size;
-    const char* source = "cache size";
-    if (const char* env = std::getenv("INGOT_CACHE_MAX_SIZE"); limit.empty() && env && *env) {
-      limit = env;
-      source = "INGOT_CACHE_MAX_SIZE";
-    }
-    if (!limit.empty()) {
-      const std::optional<uint64_t> bytes = codegen::parse_cache_size(limit);
-      if (!bytes) fail("{}: '{}' is not a size (a whole number of bytes, or with K, M or G)", source, limit);
-      native_options.cache_max_bytes = *bytes;
-    }
-  }
+  std::tie(native_options.cache_dir, native_options.cache_max_bytes) = unit_cache(options);
 
   emit::ModuleContents m = pack_module_contents(*graph, plan, source, target, std::string("ingot ") + compiler_version());
   m.strip = options.strip;

@@ -14,6 +14,11 @@ namespace ingot::codegen {
 struct SpirvOptions {
   std::string compiler;     // empty: the target's (glslangValidator)
   bool keep_temps = false;  // keep the .comp/.spv files and print their folder
+  // The cache of compiled units, as for C (NativeOptions::cache_dir, cache_max_bytes):
+  // each shader's SPIR-V under a hash of the compiler's --version text, its flags and
+  // the shader's text. Empty: no cache.
+  std::string cache_dir;
+  uint64_t cache_max_bytes = uint64_t{1} << 30;
 };
 
 // One SPIR-V module per kernel, in order. Throws Error naming the kernel and the

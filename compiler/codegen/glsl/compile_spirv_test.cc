@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -55,6 +60,41 @@ TEST(CompileSpirvTest, EveryKernelItsOwnModuleInOrder) {
       EXPECT_NE(std::string(e.what()).find("kernel 1 (k1)"), std::string::npos) << e.what();
     }
   }
+}
+
+// With a cache folder, a shader compiled before is copied, not compiled: the second
+// compile of the same shaders runs no compiler and gives the same words; a changed
+// shader alone is compiled.
+TEST(CompileSpirvTest, TheUnitCacheKeepsShaders) {
+  namespace fs = std::filesystem;
+  if (std::system("command -v glslangValidator > /dev/null 2>&1") != 0) GTEST_SKIP() << "glslangValidator is not installed";
+  const fs::path work = fs::temp_directory_path() / ("ingot-spirv-cache-test-" + std::to_string(getpid()));
+  fs::remove_all(work);
+  fs::create_directories(work);
+  const fs::path wrapper = work / "logging-glslang", log = work / "calls.txt";
+  std::ofstream(wrapper) << "#!/bin/sh\necho \"$*\" >> " << log.string() << "\nexec glslangValidator \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  auto compiles = [&] {
+    std::ifstream in(log);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find("-V") != std::string::npos;
+    return n;
+  };
+  const target::Target vulkan = target::resolve("vulkan");
+  SpirvOptions options;
+  options.compiler = wrapper.string();
+  options.cache_dir = (work / "cache").string();
+  std::vector<GlslKernel> kernels = {shader(1), shader(2), shader(3)};
+  const std::vector<std::vector<uint32_t>> first = compile_spirv(kernels, vulkan, options);
+  EXPECT_EQ(compiles(), 3);
+  EXPECT_EQ(compile_spirv(kernels, vulkan, options), first);
+  EXPECT_EQ(compiles(), 3) << "every shader from the cache";
+  kernels[2] = shader(4);
+  const std::vector<std::vector<uint32_t>> changed = compile_spirv(kernels, vulkan, options);
+  EXPECT_EQ(compiles(), 4) << "only the changed shader compiled";
+  EXPECT_EQ(changed[0], first[0]);
+  EXPECT_NE(changed[2], first[2]);
+  fs::remove_all(work);
 }
 
 }  // namespace
