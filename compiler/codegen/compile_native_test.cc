@@ -180,7 +180,8 @@ TEST(CompileNativeTest, CacheSizesReadAsUsersWriteThem) {
   EXPECT_EQ(parse_cache_size("10k"), uint64_t{10240});
   EXPECT_EQ(parse_cache_size("512M"), uint64_t{512} << 20);
   EXPECT_EQ(parse_cache_size("2G"), uint64_t{2} << 30);
-  for (const char* bad : {"", "G", "1.5G", "-1", "12X", "1 G", "99999999999999G"})
+  EXPECT_EQ(parse_cache_size("999999999999M"), uint64_t{999999999999} << 20);
+  for (const char* bad : {"", "G", "1.5G", "-1", "12X", "1 G", "99999999999999G", "999999999999G"})
     EXPECT_FALSE(parse_cache_size(bad).has_value()) << bad;
 }
 
