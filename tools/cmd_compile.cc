@@ -172,8 +172,8 @@ CommandFn add_compile_command(CLI::App& app) {
   cmd->add_flag("--keep-temps", args->keep_temps,
                 "Keep the generated C sources in a temporary folder (debugging)");
   cmd->add_option("--cache-dir", args->cache_dir,
-                  "Keep compiled kernel objects in DIR and reuse them when the compiler, flags and kernel "
-                  "text are the same (default: $INGOT_CACHE_DIR; none when unset)")
+                  "Keep compiled kernel objects (for Vulkan, shaders' SPIR-V) in DIR and reuse them when the "
+                  "compiler, flags and kernel text are the same (default: $INGOT_CACHE_DIR; none when unset)")
       ->type_name("DIR");
   cmd->add_option("--cache-max-size", args->cache_max_size,
                   "The most the cache folder may hold: bytes, or K, M, G (1024-based); the least recently "
