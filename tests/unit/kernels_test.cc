@@ -666,6 +666,10 @@ TEST_P(GemmKernelTest, WinogradConv) {
   add_conv(k, {1, 256, 10, 10}, {48, 256, 3, 3}, {{"pads", I{1, 1, 1, 1}}});  // 25 tiles, a long K: transposed GEMMs
   // F(2x2) on rows wide enough for the vector two-phase split of the padded planes.
   add_conv(k, {1, 160, 6, 41}, {192, 160, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
+  // Rows of more than 32 outputs per phase (F(2x2) 58 tiles wide, F(4x4) 30), which
+  // take the 8-wide split even where the narrower ones above take AVX-512's 16-wide.
+  add_conv(k, {1, 16, 5, 115}, {16, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
+  add_conv(k, {1, 16, 8, 120}, {16, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}});
   Value* res = k.input({1, 32, 14, 14});
   Node* c = k.inner("Conv", {k.input({1, 24, 14, 14}), k.weight({32, 24, 3, 3}), k.weight({32})}, {{"pads", I{1, 1, 1, 1}}});
   Node* add = k.inner("Add", {c->outputs[0], res});
@@ -682,7 +686,7 @@ TEST_P(GemmKernelTest, WinogradConv) {
     winograd += n->attr_int("winograd", 0) != 0;
     transposed += n->attr_int("winograd_panel_width", 0) != 0;
   }
-  EXPECT_EQ(winograd, 13);
+  EXPECT_EQ(winograd, 15);
   // Images of few tiles with 256 or more input channels run their GEMMs transposed on
   // the 48-wide AVX-512 tile.
   if (ops::gemm_tile_for(traits.features).nr == 48) { EXPECT_EQ(transposed, 1); }
