@@ -22,6 +22,12 @@
  *      1 KiB chunks to two halves: how coarse a split must be before the two cores
  *      stop slowing each other down. Half of every plane is the same pattern with
  *      chunks of half a plane.
+ *   5. Where that cost comes from: the 64 KiB chunks of pattern 4, only written
+ *      (y = 1) or only read, each thread leaving a guard of 0 to 8 KiB unwritten at
+ *      both ends of every chunk it owns, against CPU_A alone on the same bytes. Where
+ *      a few KiB of guard bring both threads back to CPU_A's time alone, the lines
+ *      the two cores fight over are those near the borders of their shares (a core
+ *      streaming towards the border reaches past it), not the shares themselves.
  *
  * A split rule that holds on one machine should be checked here on another before it
  * is trusted: these costs belong to the cache and coherence design of the CPU, not to
@@ -126,6 +132,8 @@ typedef struct {
   int planes, plane;   /* tensor shape, floats per plane */
   int halves;          /* 1: each thread takes half of every plane; 0: half the planes */
   size_t chunk;        /* > 0: floats per chunk, chunks dealt out in turn (pattern 4) */
+  size_t guard;        /* floats left untouched at both ends of every chunk (pattern 5) */
+  int access;          /* 0: y = 0.5 x + 1; 1: write y = 1 only; 2: read x only (pattern 5) */
   int idle_b;          /* thread B does nothing (the half-plane pattern on one core) */
   float *a, *b;
   atomic_int arrived;
@@ -139,10 +147,22 @@ static void stream_share(int who, const float* x, float* y) {
   if (s->idle_b && who == 1) return;
   if (s->chunk > 0) {
     const size_t n = (size_t)s->planes * (size_t)s->plane;
+    float sum = 0.0f;
     for (size_t lo = (size_t)who * s->chunk; lo < n; lo += 2 * s->chunk) {
       const size_t hi = lo + s->chunk < n ? lo + s->chunk : n;
-      for (size_t i = lo; i < hi; ++i) y[i] = x[i] * 0.5f + 1.0f;
+      const size_t a = lo + s->guard, b = hi > lo + 2 * s->guard ? hi - s->guard : a;
+      if (s->access == 1) {
+        for (size_t i = a; i < b; ++i) y[i] = 1.0f;
+      } else if (s->access == 2) {
+        float part[16] = {0};
+        for (size_t i = a; i + 16 <= b; i += 16)
+          for (int j = 0; j < 16; ++j) part[j] += x[i + (size_t)j];
+        for (int j = 0; j < 16; ++j) sum += part[j];
+      } else {
+        for (size_t i = a; i < b; ++i) y[i] = x[i] * 0.5f + 1.0f;
+      }
     }
+    sink = sum;
     return;
   }
   if (!s->halves) {
@@ -176,11 +196,13 @@ static void* stream_thread(void* arg) {
   return NULL;
 }
 
-static double run_stream(int planes, int plane, int halves, int idle_b, size_t chunk) {
+static double run_stream_with(int planes, int plane, int halves, int idle_b, size_t chunk, size_t guard, int access) {
   stream.planes = planes;
   stream.plane = plane;
   stream.halves = halves;
   stream.chunk = chunk;
+  stream.guard = guard;
+  stream.access = access;
   stream.idle_b = idle_b;
   atomic_store(&stream.arrived, 0);
   pthread_t b;
@@ -188,6 +210,10 @@ static double run_stream(int planes, int plane, int halves, int idle_b, size_t c
   stream_thread((void*)0L);
   pthread_join(b, NULL);
   return stream.per_step[0] > stream.per_step[1] ? stream.per_step[0] : stream.per_step[1];
+}
+
+static double run_stream(int planes, int plane, int halves, int idle_b, size_t chunk) {
+  return run_stream_with(planes, plane, halves, idle_b, chunk, 0, 0);
 }
 
 int main(int argc, char** argv) {
@@ -238,6 +264,18 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 6; ++k) {
     const size_t floats = chunk_kib[k] ? chunk_kib[k] * 256 : all / 2;
     printf("  chunks of %4zu KiB  %7.1f us\n", floats / 256, run_stream(192, 56 * 56, 0, 0, floats));
+  }
+  printf("the same in 64 KiB chunks, KiB left untouched at both ends of each; both cores (CPU_A alone):\n");
+  static const char* kinds[2] = {"write", "read "};
+  for (int access = 1; access <= 2; ++access) {
+    printf("  %s", kinds[access - 1]);
+    const size_t guard_kib[4] = {0, 1, 4, 8};
+    for (int k = 0; k < 4; ++k) {
+      const size_t guard = guard_kib[k] * 256;
+      printf("  guard %zu: %5.1f (%5.1f)", guard_kib[k], run_stream_with(192, 56 * 56, 0, 0, 64 * 256, guard, access),
+             run_stream_with(192, 56 * 56, 0, 1, 64 * 256, guard, access));
+    }
+    printf(" us\n");
   }
   return 0;
 }
