@@ -363,8 +363,14 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
   // rows or planes, and two cores working on interleaved pieces of a plane pay for it
   // (bench/sharing.c): on Zen 5 a 56x56 64-channel layer's two parts ran 1.4x slower
   // side by side than one after the other. Where the weights outweigh the input, each
-  // worker keeps reading only its panels' share of them.
-  const bool banded = ctx.workers > 1 && p.TH >= ctx.workers && input_outweighs_weights(c);
+  // worker keeps reading only its panels' share of them, unless the tiles outnumber
+  // the output channels: then the input transforms every panel would repeat
+  // (alpha^2 x IC x tiles floats) outweigh the weights every band reads (alpha^2 x IC
+  // x OC). DenseNet's 128 -> 32 channel F(2x2) layers on 14x14 (49 tiles): as panels
+  // each part took 50-54 us against 55 for the whole layer on one worker; banded (4 +
+  // 3 tile rows) 47 and 34. Bands cut inside a tile row to even that out ran slower.
+  const bool banded =
+      ctx.workers > 1 && p.TH >= ctx.workers && (input_outweighs_weights(c) || g.N * p.T >= c.OC);
   std::vector<std::pair<int64_t, int64_t>> band_blocks;  // (first tile, tiles)
   if (banded) {
     const int64_t bands = std::min<int64_t>(ctx.workers, p.TH);

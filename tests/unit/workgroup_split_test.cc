@@ -397,9 +397,10 @@ TEST_P(WorkgroupSplitTest, WinogradConvolutions) {
   EXPECT_EQ(winograd, 6);
 }
 
-// Winograd on several workers: where the input outweighs the weights, blocks fill one
-// band of whole tile rows per worker and never split over channel panels (so an image
-// of few blocks has few workgroups); where the weights outweigh it, channel panels.
+// Winograd on several workers: where the input outweighs the weights, or the tiles
+// the output channels, blocks fill one band of whole tile rows per worker and never
+// split over channel panels (so an image of few blocks has few workgroups); where the
+// weights outweigh the input and the channels the tiles, channel panels.
 TEST_P(WorkgroupSplitTest, WinogradBandsForSeveralWorkers) {
   for (uint32_t workers : {2u, 3u}) {
     SplitCase k(930 + workers);
@@ -408,9 +409,12 @@ TEST_P(WorkgroupSplitTest, WinogradBandsForSeveralWorkers) {
     k.conv({2, 16, 22, 21}, {19, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Add");
     // 64 x 9 weights per input channel against 49 input pixels: channel panels.
     k.conv({1, 48, 7, 7}, {64, 48, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true);
+    // DenseNet's 128 -> 32 on 14x14: 32 x 9 weights per input channel against 196
+    // pixels, but 49 tiles of F(2x2) against 32 output channels: bands of 7 tile rows.
+    k.conv({1, 128, 14, 14}, {32, 128, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true);
     SplitCase::Stats s = k.run(passes(true), GetParam(), workers);
-    ASSERT_EQ(s.workgroups.size(), 4u);
-    EXPECT_EQ(s.split, 4);
+    ASSERT_EQ(s.workgroups.size(), 5u);
+    EXPECT_EQ(s.split, 5);
     // 56x56: 196 tiles in 14 rows, in bands of 7 (two workers) or 4 + 5 + 5 rows, each
     // in blocks of at most 48 * 4 tiles; channel panels would make 8 per block.
     EXPECT_GE(s.workgroups[0], workers);
@@ -419,6 +423,7 @@ TEST_P(WorkgroupSplitTest, WinogradBandsForSeveralWorkers) {
     EXPECT_EQ(s.workgroups[2] % 2, 0) << "one set of bands per image";
     const ops::GemmTile t = tile();  // row panels, or column tiles where the GEMM is transposed
     EXPECT_TRUE(s.workgroups[3] == (64 + t.mr - 1) / t.mr || s.workgroups[3] == (64 + t.nr - 1) / t.nr) << s.workgroups[3];
+    EXPECT_EQ(s.workgroups[4], workers) << "one band (of one block) per worker";
   }
 }
 
