@@ -6,6 +6,7 @@
 
 #include "compiler/ir/error.h"
 #include "compiler/memory/interval_planner.h"
+#include "compiler/ops/geometry.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/work_shares.h"
 #include "compiler/schedule/plan.h"
@@ -78,6 +79,74 @@ std::set<const Node*> in_place_concats(const Graph& graph, std::map<const Value*
   return concats;
 }
 
+// Slices and Splits that take one contiguous run of their input: when every dimension
+// before the cut axis is 1 (in the output) and every one after it is whole, the output
+// is bytes [offset, offset + size) of the input, so it becomes a view and the copy
+// disappears (ShuffleNet's channel split, gate and head splits). Not for an output a
+// Concat already writes in place (|views| has it: the Slice is that input's producer),
+// nor one that is, or is aliased by, a graph output (that goes to the caller's buffer,
+// which must not stand for the whole input). A Split becomes views only if all its
+// outputs can. Returns the nodes replaced.
+std::set<const Node*> contiguous_slices(const Graph& graph, std::map<const Value*, View>& views) {
+  std::set<const Value*> to_output;
+  for (const Value* v : graph.outputs)
+    for (;;) {
+      to_output.insert(v);
+      const ops::OpDef* def = v->producer ? ops::find_op(v->producer->op_type) : nullptr;
+      if (!def || !def->is_alias || v != v->producer->outputs[0] || v->producer->inputs.empty()) break;
+      v = v->producer->inputs[0];
+    }
+  auto viewable = [&](const Node& node, const Value* out) {
+    return out && out->dtype == node.inputs[0]->dtype && !views.count(out) && !to_output.count(out) &&
+           out->byte_size() > 0;
+  };
+  std::set<const Node*> replaced;
+  for (auto& owned : graph.nodes()) {
+    const Node& node = *owned;
+    if ((node.op_type != "Slice" && node.op_type != "Split") || !node.epilogue.empty() || node.inputs.empty() ||
+        !node.inputs[0])
+      continue;
+    const Value* in = node.inputs[0];
+    const Shape& is = in->shape;
+    const uint64_t elem = dtype_size(in->dtype);
+    std::vector<std::pair<const Value*, uint64_t>> cut;  // output, byte offset
+    if (node.op_type == "Slice") {
+      const ops::SliceParams p = ops::slice_params(node);
+      if (node.outputs.size() != 1 || p.out.size() != is.size()) continue;
+      // The cut axis: the last that is not taken whole; after it all whole, before it
+      // all 1 (at any index: each adds its start).
+      size_t a = is.size();
+      while (a > 0 && p.out[a - 1] == is[a - 1] && p.start[a - 1] == 0) --a;
+      a = a > 0 ? a - 1 : 0;
+      bool run = a >= is.size() || p.step[a] == 1 || p.out[a] <= 1;
+      for (size_t d = 0; d < a; ++d) run = run && p.out[d] == 1;
+      if (!run || !viewable(node, node.outputs[0])) continue;
+      const std::vector<int64_t> strides = strides_of(is);
+      uint64_t offset = 0;
+      for (size_t d = 0; d < is.size(); ++d) offset += static_cast<uint64_t>(p.start[d] * strides[d]) * elem;
+      cut.push_back({node.outputs[0], offset});
+    } else {
+      const int64_t rank = static_cast<int64_t>(is.size());
+      int64_t axis = node.attr_int("axis", 0);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) continue;
+      bool run = true;
+      for (int64_t d = 0; d < axis; ++d) run = run && is[d] == 1;
+      uint64_t offset = 0;
+      for (const Value* out : node.outputs) {
+        run = run && viewable(node, out);
+        if (!run) break;
+        cut.push_back({out, offset});
+        offset += out->byte_size();
+      }
+      if (!run || offset != in->byte_size()) continue;
+    }
+    for (const auto& [out, offset] : cut) views[out] = View{in, offset};
+    replaced.insert(&node);
+  }
+  return replaced;
+}
+
 }  // namespace
 
 std::pair<const Value*, uint64_t> storage_root(const Plan& plan, const Value* v) {
@@ -96,6 +165,8 @@ Plan order_steps(const Graph& graph, bool with_scratch, bool concat_in_place) {
   auto root_of = [&plan](const Value* v) { return storage_root(plan, v).first; };
   const std::set<const Node*> concats = concat_in_place ? in_place_concats(graph, plan.views) : std::set<const Node*>{};
   plan.in_place_concats = concats.size();
+  const std::set<const Node*> slices = concat_in_place ? contiguous_slices(graph, plan.views) : std::set<const Node*>{};
+  plan.slice_views = slices.size();
 
   for (auto& owned : graph.nodes()) {
     const Node& node = *owned;
@@ -105,7 +176,7 @@ Plan order_steps(const Graph& graph, bool with_scratch, bool concat_in_place) {
       ++plan.alias_count;
       continue;
     }
-    if (concats.count(&node)) continue;
+    if (concats.count(&node) || slices.count(&node)) continue;
     if (!def->lower) {
       std::string why = "it must be known at compile time, but its inputs are computed at run time";
       fail("{}: cannot run at run time ({})", node.describe(), why);
@@ -347,9 +418,10 @@ std::string print_plan(const Plan& plan) {
     }
     return "?";
   };
-  std::string s = fmt::format("plan: {} steps, {} aliases, {} concats in place, arena {} bytes (no reuse {}, lower bound {}), "
-                              "constants {} bytes\n",
-                              plan.steps.size(), plan.alias_count, plan.in_place_concats, plan.arena_bytes,
+  std::string s = fmt::format("plan: {} steps, {} aliases, {} concats in place, {} slices as views, arena {} bytes "
+                              "(no reuse {}, lower bound {}), constants {} bytes\n",
+                              plan.steps.size(), plan.alias_count, plan.in_place_concats, plan.slice_views,
+                              plan.arena_bytes,
                               plan.arena_no_reuse_bytes, plan.arena_lower_bound_bytes, plan.constants.size());
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& st = plan.steps[i];

@@ -70,8 +70,9 @@ struct ArenaValue {
   int first_step, last_step;
 };
 
-// A value stored inside another: a Concat input written in place, at |offset| bytes
-// into the Concat's output.
+// A value stored inside another, at |offset| bytes into |whole|: a Concat input written
+// in place into the Concat's output, or a contiguous Slice or Split output read in
+// place from its input.
 struct View {
   const Value* whole;
   uint64_t offset;
@@ -87,10 +88,12 @@ struct Plan {
   uint64_t scratch_zone_bytes = 0;          // the workers' scratch zones (in arena_bytes)
   std::vector<uint8_t> constants;           // packed, each tensor 64-byte aligned
   size_t alias_count = 0;
-  // Concat inputs produced straight into their slice of the output (order_steps): the
-  // Concat itself runs no step.
+  // Concat inputs produced straight into their slice of the output, and contiguous
+  // Slice and Split outputs read where their input holds them (order_steps): those
+  // Concats, Slices and Splits run no step.
   std::map<const Value*, View> views;
   size_t in_place_concats = 0;
+  size_t slice_views = 0;
   // Synthetic values standing for per-step scratch buffers.
   std::vector<std::unique_ptr<Value>> scratch_values;
   // Workers and sync points (streams.h): tasks are the steps' parts in global order.
@@ -105,8 +108,9 @@ struct Plan {
 // |with_scratch|: give dispatches the arena scratch their C lowering asks for (device
 // kernels need none).
 // |concat_in_place|: Concats whose slices are contiguous and whose inputs are each one
-// dispatch's only output, used nowhere else, cost no step (views; not for device
-// targets, whose buffer offsets need an alignment the slices may not have).
+// dispatch's only output, used nowhere else, and Slices and Splits that take
+// contiguous runs, cost no step (views; not for device targets, whose buffer offsets
+// need an alignment the slices may not have).
 Plan order_steps(const Graph& graph, bool with_scratch = true, bool concat_in_place = true);
 
 // Plans the arena and places constants: plan.storage. Every part of a split step gets

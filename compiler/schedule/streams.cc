@@ -328,8 +328,15 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
     std::vector<double> ready(workers, 0.0);
     const std::vector<const Value*> reads(step.bindings.begin(), step.bindings.end());
     for (const Value* v : reads) {
+      // Through aliases and Slice views to the value a step produced.
       const Value* r = v;
-      while (r->producer && !producer.count(r) && !r->producer->inputs.empty() && r->producer->inputs[0]) {
+      while (r->producer && !producer.count(r)) {
+        auto view = plan.views.find(r);
+        if (view != plan.views.end()) {
+          r = view->second.whole;
+          continue;
+        }
+        if (r->producer->inputs.empty() || !r->producer->inputs[0]) break;
         const ops::OpDef* def = ops::find_op(r->producer->op_type);
         if (!def || !def->is_alias || r != r->producer->outputs[0]) break;
         r = r->producer->inputs[0];

@@ -888,6 +888,73 @@ TEST(BuildPlanTest, ConcatInPlaceWhereSlicesAreContiguous) {
     EXPECT_TRUE(testing::tensors_near(got[i], want.at(g.outputs[i]), testing::Tolerance::magnitude(1e-5))) << "output " << i;
 }
 
+// Slices and Splits that take one contiguous run of their input read it in place (no
+// step, a view at the run's offset); strided ones, one feeding a graph output and one
+// that a Concat writes in place stay steps. Results match the reference on one worker
+// and two.
+TEST(BuildPlanTest, ContiguousSlicesAndSplitsAreViews) {
+  Graph g;
+  g.opset = 13;
+  Value* x = add_input(g, "x", {1, 6, 4, 5});
+  Value* t = add_op(g, "Neg", {x}, {}, 13, 1, "t")->outputs[0];
+  auto slice = [&](Value* in, std::vector<int64_t> starts, std::vector<int64_t> ends, std::vector<int64_t> axes,
+                   std::vector<int64_t> steps, const std::string& name) {
+    const int64_t n = static_cast<int64_t>(starts.size());
+    return add_op(g, "Slice",
+                  {in, g.add_constant(name + ".starts", i64({n}, starts)), g.add_constant(name + ".ends", i64({n}, ends)),
+                   g.add_constant(name + ".axes", i64({n}, axes)), g.add_constant(name + ".steps", i64({n}, steps))},
+                  {}, 13, 1, name);
+  };
+  Node* channels = slice(t, {2}, {5}, {1}, {1}, "channels");            // a view, 2 channels in
+  Node* rows = slice(t, {1}, {3}, {2}, {1}, "rows");                    // 6 runs: a step
+  Node* strided = slice(t, {0}, {6}, {1}, {2}, "strided");              // every other channel: a step
+  Node* one_row = slice(channels->outputs[0], {1, 2}, {2, 3}, {1, 2}, {1, 1}, "one_row");  // a view of a view
+  Node* of_input = slice(x, {4}, {6}, {1}, {1}, "of_input");            // a view of the caller's input
+  Node* to_output = slice(t, {0}, {2}, {1}, {1}, "to_output");          // a graph output: a step
+  Node* into_concat = slice(t, {3}, {6}, {1}, {1}, "into_concat");      // written into the Concat: a step
+  Node* other = add_op(g, "Abs", {x}, {}, 13, 1, "other");
+  Node* cat = add_op(g, "Concat", {into_concat->outputs[0], other->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "cat");
+  Node* split = add_op(g, "Split", {t, g.add_constant("split.sizes", i64({2}, {1, 5}))}, {{"axis", int64_t{1}}}, 13, 2,
+                       "split");
+  g.outputs = {add_op(g, "Relu", {channels->outputs[0]}, {}, 13, 1, "r0")->outputs[0],
+               add_op(g, "Relu", {rows->outputs[0]}, {}, 13, 1, "r1")->outputs[0],
+               add_op(g, "Relu", {strided->outputs[0]}, {}, 13, 1, "r2")->outputs[0],
+               add_op(g, "Neg", {one_row->outputs[0]}, {}, 13, 1, "r3")->outputs[0],
+               add_op(g, "Relu", {of_input->outputs[0]}, {}, 13, 1, "r4")->outputs[0],
+               to_output->outputs[0],
+               add_op(g, "Abs", {cat->outputs[0]}, {}, 13, 1, "r6")->outputs[0],
+               add_op(g, "Neg", {split->outputs[0]}, {}, 13, 1, "r7")->outputs[0],
+               add_op(g, "Abs", {split->outputs[1]}, {}, 13, 1, "r8")->outputs[0]};
+
+  schedule::Plan plan = schedule::build_plan(g);
+  std::set<std::string> labels;
+  for (const schedule::PlanStep& step : plan.steps) labels.insert(step.label);
+  EXPECT_EQ(plan.slice_views, 4u);
+  for (const char* view : {"channels", "one_row", "of_input", "split", "cat"}) EXPECT_FALSE(labels.count(view)) << view;
+  for (const char* step : {"rows", "strided", "to_output", "into_concat"}) EXPECT_TRUE(labels.count(step)) << step;
+  const schedule::Storage& st = plan.storage.at(t);
+  const uint64_t plane = 4 * 5 * sizeof(float);
+  EXPECT_EQ(plan.storage.at(channels->outputs[0]).base, st.base);
+  EXPECT_EQ(plan.storage.at(channels->outputs[0]).offset, st.offset + 2 * plane);
+  EXPECT_EQ(plan.storage.at(one_row->outputs[0]).offset, st.offset + 3 * plane + 2 * 5 * sizeof(float));
+  EXPECT_EQ(plan.storage.at(of_input->outputs[0]).base, INGOT_BASE_INPUT);
+  EXPECT_EQ(plan.storage.at(of_input->outputs[0]).offset, 4 * plane);
+  EXPECT_EQ(plan.storage.at(split->outputs[1]).offset, st.offset + plane);
+
+  Tensor in = testing::random_f32({1, 6, 4, 5}, 43);
+  std::map<const Value*, Tensor> want = testing::evaluate_graph(g, {in});
+  for (uint32_t workers : {1u, 2u}) {
+    testing::LoadedModule m(testing::compile_graph(g, "host", workers).module_bytes);
+    std::vector<std::pair<DType, Shape>> outs;
+    for (const Value* v : g.outputs) outs.emplace_back(v->dtype, v->shape);
+    std::vector<Tensor> got = m.run({in}, outs);
+    ASSERT_EQ(got.size(), g.outputs.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(testing::tensors_near(got[i], want.at(g.outputs[i]), testing::Tolerance::exact()))
+          << "output " << i << ", " << workers << " workers";
+  }
+}
+
 // A Concat with a fused epilogue computes (DenseNet's BatchNorm + ReLU): never a view.
 TEST(BuildPlanTest, ConcatWithEpilogueIsAStep) {
   Graph g;
