@@ -834,9 +834,26 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
           fmt::arg("bias", bias), fmt::arg("ep", ep));
     };
   }
-  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_{}_{}_{}", g.KH, g.KW, g.SW, grouped ? fmt::format("_g{}", c.G) : "",
-                                im2col ? "im2col_gemm" : "gemm", tile.kernel.substr(tile.kernel.rfind('_') + 1),
-                                shape_str(node.outputs[0]->shape));
+  // A per-channel input scale (fuse_channel_scales): each part scales the weights'
+  // input columns by the image's scale into its scratch, and the GEMM reads those.
+  std::string scale_weights;
+  const bool scaled = node.attr_int("input_scale", 0) != 0;
+  if (scaled) {
+    if (im2col || grouped || ctx.scratch.empty() || !node.input(3))
+      fail("{}: an input scale needs the pointwise GEMM, one group and scratch", node.describe());
+    scale_weights = fmt::format(
+        "    {{\n"
+        "      float* ws = {scratch};\n"
+        "      const float* sn = {s} + n * {K};\n"
+        "      for (int64_t oc = 0; oc < {OC}; ++oc)\n"
+        "        for (int64_t k = 0; k < {K}; ++k) ws[oc * {K} + k] = wg[oc * {K} + k] * sn[k];\n"
+        "      wg = ws;\n"
+        "    }}\n",
+        fmt::arg("scratch", ctx.scratch), fmt::arg("s", ctx.in[3]), fmt::arg("K", K), fmt::arg("OC", c.OC));
+  }
+  ctx.kernel_name = fmt::format("f32_conv{}x{}_s{}{}_{}{}_{}_{}", g.KH, g.KW, g.SW, grouped ? fmt::format("_g{}", c.G) : "",
+                                im2col ? "im2col_gemm" : "gemm", scaled ? "_scaled" : "",
+                                tile.kernel.substr(tile.kernel.rfind('_') + 1), shape_str(node.outputs[0]->shape));
   return fmt::format(
       "  for (int64_t n = 0; n < {N}; ++n) {{\n"
       "    const float* xn = {x} + n * {CHW};\n"
@@ -847,12 +864,13 @@ std::string lower_conv_gemm(LoweringContext& ctx, const ConvGeometry& c, bool im
       "    const float* xg = xn + grp * {ICGHW};\n"
       "    float* yg = yn + oc0 * {HW};\n"
       "    const float* wg = {w} + oc0 * {K};\n"
+      "{scale_weights}"
       "{residual}"
       "    (void)oc0;\n    (void)xg;\n"
       "{loops}"
       "    }}\n"
       "  }}\n",
-      fmt::arg("residual", residual_base),
+      fmt::arg("scale_weights", scale_weights), fmt::arg("residual", residual_base),
       fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("(n * {} + grp) * {}", c.G, units), units, "continue;")),
       fmt::arg("N", g.N), fmt::arg("x", ctx.in[0]), fmt::arg("CHW", g.C * g.H * g.W), fmt::arg("y", ctx.out[0]),
       fmt::arg("OCHW", c.OC * HW), fmt::arg("G", c.G), fmt::arg("OCG", c.OCG), fmt::arg("ICGHW", c.ICG * g.H * g.W),

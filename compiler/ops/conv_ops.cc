@@ -105,6 +105,16 @@ void infer_conv(Node& node) {
   require_f32(node, 0);
   require_f32(node, 1);
   ConvGeometry c = conv_geometry(node);
+  // A fourth input only as fuse_channel_scales makes it: x's per-image, per-channel
+  // scale, [N, C, 1, 1].
+  const bool scaled = node.attr_int("input_scale", 0) != 0;
+  if (node.inputs.size() > 3 && !scaled) fail("{}: takes at most 3 inputs, got {}", node.describe(), node.inputs.size());
+  if (scaled) {
+    const Value* s = node.input(3);
+    const Window& g = c.win;
+    if (!s || s->dtype != DType::F32 || s->shape != Shape{g.N, g.C, 1, 1} || c.G != 1)
+      fail("{}: input_scale needs a f32 [{}, {}, 1, 1] fourth input and one group", node.describe(), g.N, g.C);
+  }
   set_output(node, 0, DType::F32, window_output_shape(c.win, c.OC));
 }
 
@@ -179,6 +189,16 @@ void reference_conv(const Node& node, const std::vector<const Tensor*>& in, std:
   const Window& g = c.win;
   const float* x = in[0]->data<float>();
   const float* w = in[1]->data<float>();
+  std::vector<float> scaled_x;
+  if (node.attr_int("input_scale", 0) && in.size() > 3 && in[3]) {
+    // x times its per-channel scale (fuse_channel_scales), as the Mul it replaced.
+    const float* scale = in[3]->data<float>();
+    const int64_t plane = g.H * g.W;
+    scaled_x.assign(x, x + g.N * g.C * plane);
+    for (int64_t nc = 0; nc < g.N * g.C; ++nc)
+      for (int64_t i = 0; i < plane; ++i) scaled_x[nc * plane + i] *= scale[nc];
+    x = scaled_x.data();
+  }
   std::vector<float> unpacked;
   if (int64_t width = transposed_panel_width(node)) {
     // Back to [OC, ICG * KH * KW] from each group's transposed panels.
@@ -399,7 +419,8 @@ int64_t conv_scratch_floats(const Node& node, ConvStrategy strategy) {
     case ConvStrategy::kTransposedRects:
       return transposed_tile_floats(g, transposed_panel_width(node));  // C^T of one column tile
     case ConvStrategy::kGemm:
-      return 0;
+      // The weights scaled by one image's input scale (input_scale).
+      return node.attr_int("input_scale", 0) ? c.OC * c.ICG : 0;
     case ConvStrategy::kShiftedGemm:
       // One group's padded planes (+ tail) and one C tile.
       return (c.ICG * Hp * Ws + tail + 15) / 16 * 16 + kMaxTileFloats;
@@ -435,6 +456,8 @@ namespace {
 
 std::string lower_conv(LoweringContext& ctx) {
   const ConvGeometry c = conv_geometry(ctx.node);
+  if (ctx.node.attr_int("input_scale", 0) && conv_strategy(ctx.node) != ConvStrategy::kGemm)
+    fail("{}: an input scale needs strategy gemm, not {}", ctx.node.describe(), conv_strategy_name(conv_strategy(ctx.node)));
   switch (conv_strategy(ctx.node)) {
     case ConvStrategy::kWinograd: return lower_conv_winograd(ctx, c);
     case ConvStrategy::kTransposedGemm: return lower_conv_transposed_gemm(ctx, c, TransposedOperand::kIm2col);

@@ -8,6 +8,7 @@ namespace {
 bool plain_4d_weights(const Node& conv) {
   return conv.op_type == "Conv" && conv.inputs.size() >= 2 && conv.inputs[1]->is_constant() &&
          conv.inputs[1]->shape.size() == 4 && !conv.has_attr("b_panel_width") && !conv.has_attr("winograd") &&
+         !conv.has_attr("input_scale") &&
          conv.inputs[0]->shape.size() == 4 && conv.inputs[0]->shape[0] == 1;
 }
 

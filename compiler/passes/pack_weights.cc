@@ -158,8 +158,9 @@ bool rects_calls_pay(int64_t kc, int64_t columns, int64_t pixels, const ops::Tar
 //    channels 5x5 d2 on 14x14 (+2%), 64 channels 5x5 s2 d2 on 28x28 (+16%).
 bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTraits& target, double beyond_l2_margin) {
   const int64_t l2_bytes = target.l2_bytes;
+  // An input scale (fuse_channel_scales) is applied to the ONNX-layout weights.
   if (node.op_type != "Conv" || node.attrs.count("b_panel_width") || node.attrs.count("winograd") ||
-      !node.inputs[1]->is_constant() || node.inputs[1]->dtype != DType::F32)
+      node.attrs.count("input_scale") || !node.inputs[1]->is_constant() || node.inputs[1]->dtype != DType::F32)
     return false;
   const Shape& x = node.inputs[0]->shape;
   const Shape& w = node.inputs[1]->shape;

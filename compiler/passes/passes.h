@@ -32,6 +32,11 @@ void split_wide_ops(Graph& graph);
 // directions run side by side on two workers instead of handing their state between
 // cores at every time step.
 void split_directions(Graph& graph, uint32_t workers);
+
+// Mul by a per-channel scale computed at run time (a squeeze-and-excitation gate)
+// feeding a pointwise Conv: the Conv takes the scale (input 3, attribute input_scale)
+// and scales its weights instead, where they are smaller than the tensor.
+void fuse_channel_scales(Graph& graph);
 // Lays out weights the way kernels read them: Gemm's B as [K,N]; with a panel width
 // (the target's GEMM tile width), constant GEMM B as tile-wide panels, and a
 // convolution over few output pixels as transposed W^T panels, when they fill the
