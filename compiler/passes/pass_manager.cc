@@ -49,6 +49,7 @@ PassManager default_pipeline(int64_t gemm_panel_width, bool winograd, bool fuse_
   pm.add("split_wide_ops", split_wide_ops);
   pm.add("split_directions", [target](Graph& g) { split_directions(g, target.workers); });
   pm.add("fuse_channel_scales", fuse_channel_scales);
+  pm.add("split_sliced_projections", split_sliced_projections);
   if (winograd) pm.add("winograd_weights", [target](Graph& g) { winograd_weights(g, target); });
   pm.add("pack_weights", [gemm_panel_width, target](Graph& g) { pack_weights(g, gemm_panel_width, target); });
   pm.add("fuse_epilogues", fuse_epilogues);

@@ -37,6 +37,10 @@ void split_directions(Graph& graph, uint32_t workers);
 // feeding a pointwise Conv: the Conv takes the scale (input 3, attribute input_scale)
 // and scales its weights instead, where they are smaller than the tensor.
 void fuse_channel_scales(Graph& graph);
+// A MatMul with constant 2-D weights (and an optional bias Add) read only by Slices of
+// 64+ columns of its last axis, or Splits of it (a packed Q/K/V projection), becomes
+// one MatMul per slice.
+void split_sliced_projections(Graph& graph);
 // Lays out weights the way kernels read them: Gemm's B as [K,N]; with a panel width
 // (the target's GEMM tile width), constant GEMM B as tile-wide panels, and a
 // convolution over few output pixels as transposed W^T panels, when they fill the
