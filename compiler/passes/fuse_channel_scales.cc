@@ -6,24 +6,15 @@ namespace ingot::passes {
 
 namespace {
 
-bool all_equal(const std::vector<int64_t>& v, int64_t x) {
-  for (int64_t e : v)
-    if (e != x) return false;
-  return true;
-}
-
-// A plain pointwise convolution: 1x1, stride 1, no padding, one group, constant f32
-// weights in ONNX layout (no pass has repacked them).
+// A plain pointwise convolution (the geometry the strategy chooser calls pointwise),
+// one group, constant f32 weights in ONNX layout (no pass has repacked them).
 bool plain_pointwise(const Node& conv) {
   if (conv.op_type != "Conv" || conv.inputs.size() < 2 || conv.inputs.size() > 3 || !conv.epilogue.empty() ||
       !conv.inputs[1]->is_constant() || conv.inputs[1]->dtype != DType::F32 || conv.inputs[1]->shape.size() != 4 ||
       conv.inputs[0]->shape.size() != 4 || conv.has_attr("b_panel_width") || conv.has_attr("winograd"))
     return false;
-  const Shape& w = conv.inputs[1]->shape;
-  const std::string auto_pad = conv.attr_string("auto_pad", "NOTSET");
-  return w[2] == 1 && w[3] == 1 && conv.attr_int("group", 1) == 1 && all_equal(conv.attr_ints("strides"), 1) &&
-         all_equal(conv.attr_ints("pads"), 0) && all_equal(conv.attr_ints("dilations"), 1) &&
-         (auto_pad == "NOTSET" || auto_pad == "VALID");
+  const ops::ConvGeometry c = ops::conv_geometry(conv);
+  return c.G == 1 && ops::is_pointwise_geometry(c.win);
 }
 
 }  // namespace

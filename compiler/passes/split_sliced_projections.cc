@@ -1,5 +1,7 @@
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "compiler/ops/geometry.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/passes/passes.h"
@@ -38,8 +40,7 @@ Value* column_constant(Graph& graph, const Value* whole, int64_t start, int64_t 
 
 // A projection whose output is only ever read in column slices (a packed Q/K/V
 // projection: MatMul(x, W) [+ b], then three Slices of the last axis, or one Split)
-// becomes one
-// narrower MatMul [+ Add] per slice over W's (and b's) columns. The slices' copies go
+// becomes one narrower MatMul [+ Add] per slice over W's (and b's) columns. The slices' copies go
 // (strided, every row of the output), and each part's result lands where its readers
 // want it; x is read once per slice instead of once. Only for slices of 64 columns
 // or more, so each MatMul still fills the GEMM tiles.
