@@ -110,6 +110,116 @@ INGOT_INLINE void f32_pool2d_row_avx2(float* INGOT_RESTRICT yr, const float* ING
 #endif
 
 #if defined(__AVX512F__)
+/* The lanes of columns [c, c + 16) that lie in a row W wide, [0, W). */
+INGOT_INLINE __mmask16 f32_pool_cols_mask(ingot_index_t c, ingot_index_t W) {
+  const ingot_index_t lo = c < 0 ? -c : 0, hi = W - c > 16 ? 16 : W - c;
+  return hi <= lo ? (__mmask16)0 : (__mmask16)((0xFFFFu >> (16 - (hi - lo))) << lo);
+}
+
+/* The maximum over input rows [r0, r1) of columns [c, c + 16), -inf outside the row
+ * (masked lanes: nothing outside it is read). max_ps drops a NaN, so the rows are
+ * also summed, and |*nan| gets the lanes where the sum is NaN: every NaN, and +inf
+ * meeting -inf (a false alarm, which only costs the caller a second pass). One test
+ * per vector instead of one per row. */
+INGOT_INLINE __m512 f32_pool_rows_max_avx512(const float* INGOT_RESTRICT x, ingot_index_t r0, ingot_index_t r1,
+                                             ingot_index_t W, ingot_index_t c, __mmask16* nan) {
+  const __m512 ninf = _mm512_set1_ps(-INGOT_INFF);
+  const __mmask16 m = f32_pool_cols_mask(c, W);
+  if (r1 <= r0 || !m) return ninf;
+  __m512 acc, sum;
+  if (m == 0xFFFF) {
+    acc = sum = _mm512_loadu_ps(x + r0 * W + c);
+    for (ingot_index_t r = r0 + 1; r < r1; ++r) {
+      const __m512 v = _mm512_loadu_ps(x + r * W + c);
+      sum = _mm512_add_ps(sum, v);
+      acc = _mm512_max_ps(acc, v);
+    }
+  } else {
+    acc = sum = _mm512_mask_loadu_ps(ninf, m, x + r0 * W + c);
+    for (ingot_index_t r = r0 + 1; r < r1; ++r) {
+      const __m512 v = _mm512_mask_loadu_ps(ninf, m, x + r * W + c);
+      sum = _mm512_add_ps(sum, v);
+      acc = _mm512_max_ps(acc, v);
+    }
+  }
+  *nan |= _mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q);
+  return acc;
+}
+
+/* Max pooling of one plane with column stride 2 (any row stride, dilation 1, KW up
+ * to 33), the window's rows first: per 16 outputs, the KH rows of the 32 input columns
+ * they start on are reduced to two vectors, split into even and odd columns (two
+ * permutes), and tap kw is the even (kw even) or odd columns shifted by kw / 2 lanes
+ * into the next 16 outputs' columns (one permute each). About KH * 2 + KW + 3
+ * operations per 16 outputs; the per-tap kernel (f32_pool2d_row_avx512) took
+ * KH * KW * 4 and a pass that looked for NaN first: 3x3 windows ran at 12-26 GB/s.
+ * Returns nonzero if the plane held a NaN, which this kernel does not carry through
+ * (the caller then pools the plane again with a kernel that does). */
+INGOT_INLINE int f32_maxpool2d_cols2_avx512(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, ingot_index_t H,
+                                            ingot_index_t W, ingot_index_t OH, ingot_index_t OW, ingot_index_t KH,
+                                            ingot_index_t KW, ingot_index_t SH, ingot_index_t PH, ingot_index_t PW) {
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i even = _mm512_add_epi32(lane, lane), odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  __mmask16 nan = 0;
+  for (ingot_index_t oh = 0; oh < OH; ++oh) {
+    const ingot_index_t h0 = oh * SH - PH;
+    const ingot_index_t r0 = h0 < 0 ? 0 : h0, r1 = h0 + KH > H ? H : h0 + KH;
+    float* INGOT_RESTRICT yr = y + oh * OW;
+    /* Output ow + l starts on input column 2 * (ow + l) - PW: lane l of E (O) holds the
+     * rows' maximum of its first (second) column. */
+    __m512 a = f32_pool_rows_max_avx512(x, r0, r1, W, -PW, &nan);
+    __m512 b = f32_pool_rows_max_avx512(x, r0, r1, W, 16 - PW, &nan);
+    __m512 E = _mm512_permutex2var_ps(a, even, b), O = _mm512_permutex2var_ps(a, odd, b);
+    for (ingot_index_t ow = 0; ow < OW; ow += 16) {
+      __m512 En = E, On = O;
+      if (KW > 2 || ow + 16 < OW) {
+        a = f32_pool_rows_max_avx512(x, r0, r1, W, 2 * (ow + 16) - PW, &nan);
+        b = f32_pool_rows_max_avx512(x, r0, r1, W, 2 * (ow + 16) + 16 - PW, &nan);
+        En = _mm512_permutex2var_ps(a, even, b);
+        On = _mm512_permutex2var_ps(a, odd, b);
+      }
+      __m512 acc = KW > 1 ? _mm512_max_ps(E, O) : E;
+      for (ingot_index_t kw = 2; kw < KW; ++kw) {
+        const __m512i shift = _mm512_add_epi32(lane, _mm512_set1_epi32((int)(kw / 2)));
+        acc = _mm512_max_ps(acc, kw % 2 ? _mm512_permutex2var_ps(O, shift, On) : _mm512_permutex2var_ps(E, shift, En));
+      }
+      _mm512_mask_storeu_ps(yr + ow, OW - ow >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (OW - ow)) - 1u), acc);
+      E = En;
+      O = On;
+    }
+  }
+  return nan != 0;
+}
+/* The same for column stride 1 (KW up to 17): tap kw is the rows' maxima of the 16
+ * columns from the output's first, shifted by kw lanes into the next 16 (one
+ * permute each), which are read only when a window reaches them. KH * 2 + KW
+ * operations per 16 outputs; the NaN-aware kernels below take three per maximum. */
+INGOT_INLINE int f32_maxpool2d_cols1_avx512(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, ingot_index_t H,
+                                            ingot_index_t W, ingot_index_t OH, ingot_index_t OW, ingot_index_t KH,
+                                            ingot_index_t KW, ingot_index_t PH, ingot_index_t PW) {
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  __mmask16 nan = 0;
+  for (ingot_index_t oh = 0; oh < OH; ++oh) {
+    const ingot_index_t h0 = oh - PH;
+    const ingot_index_t r0 = h0 < 0 ? 0 : h0, r1 = h0 + KH > H ? H : h0 + KH;
+    float* INGOT_RESTRICT yr = y + oh * OW;
+    __m512 L = f32_pool_rows_max_avx512(x, r0, r1, W, -PW, &nan);
+    for (ingot_index_t ow = 0; ow < OW; ow += 16) {
+      const ingot_index_t n = OW - ow < 16 ? OW - ow : 16;
+      __m512 R = L;
+      if (n + KW - 1 > 16 || ow + 16 < OW) R = f32_pool_rows_max_avx512(x, r0, r1, W, ow + 16 - PW, &nan);
+      __m512 acc = L;
+      for (ingot_index_t kw = 1; kw < KW; ++kw)
+        acc = _mm512_max_ps(acc, _mm512_permutex2var_ps(L, _mm512_add_epi32(lane, _mm512_set1_epi32((int)kw)), R));
+      _mm512_mask_storeu_ps(yr + ow, n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u), acc);
+      L = R;
+    }
+  }
+  return nan != 0;
+}
+#endif
+
+#if defined(__AVX512F__)
 /* Stride-1 max pooling (dilation 1) of a plane whose padded rows fit one vector
  * (W + PW + PWE <= 16: 14x14 planes and smaller): each input row is one register with
  * -inf in its pad lanes, its horizontal window maxima are KW lane shifts, and each
@@ -127,6 +237,7 @@ INGOT_INLINE void f32_maxpool2d_narrow_plane_avx512(float* INGOT_RESTRICT y, con
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __mmask16 cols = (__mmask16)(((1u << W) - 1u) << PW);
   const __mmask16 out_cols = (__mmask16)((1u << OW) - 1u);
+  if (!f32_maxpool2d_cols1_avx512(y, x, H, W, OH, OW, KH, KW, PH, PW)) return;
   for (ingot_index_t oh = 0; oh < OH; ++oh) {
     __m512 acc = ninf;
     for (ingot_index_t kh = 0; kh < KH; ++kh) {
@@ -177,6 +288,7 @@ INGOT_INLINE void f32_pool2d_stride1_avx512(float* INGOT_RESTRICT y, const float
                                             ingot_index_t KW, ingot_index_t PH, ingot_index_t PW, ingot_index_t PH_END,
                                             ingot_index_t PW_END, int is_max, int count_include_pad) {
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  if (is_max && !f32_maxpool2d_cols1_avx512(y, x, H, W, OH, OW, KH, KW, PH, PW)) return;
   for (ingot_index_t oh = 0; oh < OH; ++oh) {
     const ingot_index_t h0 = oh - PH;
     const ingot_index_t r0 = h0 < 0 ? 0 : h0, r1 = h0 + KH > H ? H : h0 + KH;
@@ -274,6 +386,7 @@ INGOT_INLINE void f32_maxpool2d_columns(float* INGOT_RESTRICT yr, const float* I
   }
 }
 
+
 INGOT_INLINE void f32_maxpool2d_plane_portable(float* INGOT_RESTRICT y, const float* INGOT_RESTRICT x, ingot_index_t H,
                                                ingot_index_t W, ingot_index_t OH, ingot_index_t OW, ingot_index_t KH, ingot_index_t KW,
                                                ingot_index_t SH, ingot_index_t SW, ingot_index_t PH, ingot_index_t PW, ingot_index_t DH,
@@ -287,6 +400,11 @@ INGOT_INLINE void f32_maxpool2d_plane_portable(float* INGOT_RESTRICT y, const fl
   if (lo > OW) lo = OW;
   if (hi > OW) hi = OW;
   if (hi < lo) hi = lo;
+#if defined(__AVX512F__)
+  if (SW == 2 && DW == 1 && DH == 1 && KW <= 33 &&
+      !f32_maxpool2d_cols2_avx512(y, x, H, W, OH, OW, KH, KW, SH, PH, PW))
+    return;
+#endif
   /* One vector pass finds whether the plane holds a NaN at all. */
   int has_nan = 0;
   for (ingot_index_t i = 0; i < H * W; ++i) has_nan |= x[i] != x[i];
