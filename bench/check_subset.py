@@ -22,7 +22,7 @@ ROOT = os.path.dirname(BENCH)
 PY = sys.executable or "/usr/bin/python3"
 ZOO_MODELS = ["kws_tcresnet", "kws_lstm", "gru_bi_encoder", "bert_mini"]
 # Seeded random networks (random/export_random.py), one small draw per family.
-RANDOM_MODELS = ["rcnn_4", "rrnn_2", "rconv1d_3", "rattn_2"]
+RANDOM_MODELS = ["rcnn_4", "rrnn_2", "rconv1d_3", "rattn_2", "runet_4"]
 COMPILE_TIMEOUT_S = 120
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Export seeded random networks: models no one tuned for, drawn from four families.
+"""Export seeded random networks: models no one tuned for, drawn from five families.
 
     /usr/bin/python3 bench/random/export_random.py [--out DIR] [--only a,b] [--force]
 
@@ -15,7 +15,9 @@ Families (see the builders below for the exact draws):
   rconv1d  1-D convolution stacks over time: kernels 3-9, dilation, depthwise/grouped,
            residual blocks, strides;
   rattn    transformer encoders: 1-4 layers, 2-8 heads, GELU or ReLU FFNs, pre- or
-           post-norm.
+           post-norm;
+  runet    U-Nets: 2-4 levels, max-pool or strided-conv downsampling, transposed-conv,
+           nearest or bilinear upsampling, skip connections concatenated either side.
 
 Same conventions and files as export_models.py (opset 13, batch 1, static shapes,
 seeded random weights, BatchNorm calibrated and folded; NAME.onnx, NAME.in.npy,
@@ -33,7 +35,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import export_models  # noqa: E402
 
 DEFAULT_OUT = os.path.join(HERE, "models")
-FAMILIES = ("rcnn", "rrnn", "rconv1d", "rattn")
+FAMILIES = ("rcnn", "rrnn", "rconv1d", "rattn", "runet")
 # The default set: four seeds per family.
 RANDOM = [f"{f}_{s}" for f in FAMILIES for s in (1, 2, 3, 4)]
 NAME_RE = re.compile(r"^(%s)_(\d{1,9})$" % "|".join(FAMILIES))
@@ -160,6 +162,53 @@ def _draw(name):
                 c = cout
         classes = rng.choice((2, 12, 35))
         return (lambda: Classifier(layers, c, classes, 2)), (1, features, length)
+
+    if family == "runet":
+        side = rng.choice((64, 96, 128, 160))
+        a = rng.choice(("relu", "relu6", "silu", "leaky"))
+        image = rng.choice((1, 3))
+        down_mode = rng.choice(("maxpool", "maxpool", "stride"))
+        up_mode = rng.choice(("convT", "nearest", "bilinear"))
+        skip_first = rng.random() < 0.5
+        widths = [channels(rng.choice((8, 16, 24, 32)))]
+        for _ in range(rng.randint(2, 4)):
+            widths.append(min(channels(widths[-1] * 2), 384))
+        classes = rng.choice((1, 2, 4, 21))
+
+        def twice(cin, cout):
+            return nn.Sequential(conv_bn(cin, cout, 3, a=a), conv_bn(cout, cout, 3, a=a))
+
+        class UNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                levels = widths[:-1]
+                self.enc = nn.ModuleList(twice(c, w) for c, w in zip([image] + levels[:-1], levels))
+                self.down = nn.ModuleList(nn.MaxPool2d(2) if down_mode == "maxpool" else conv_bn(w, w, 3, 2, a=a)
+                                          for w in levels)
+                self.mid = twice(levels[-1], widths[-1])
+                ups, decs = [], []
+                for c, w in zip(widths[:0:-1], levels[::-1]):
+                    if up_mode == "convT":
+                        ups.append(nn.ConvTranspose2d(c, w, 2, 2))
+                    else:
+                        ups.append(nn.Sequential(nn.Upsample(scale_factor=2, mode=up_mode), conv_bn(c, w, 1, a=a)))
+                    decs.append(twice(2 * w, w))
+                self.ups, self.decs = nn.ModuleList(ups), nn.ModuleList(decs)
+                self.head = nn.Conv2d(levels[0], classes, 1)
+
+            def forward(self, x):
+                skips = []
+                for enc, down in zip(self.enc, self.down):
+                    x = enc(x)
+                    skips.append(x)
+                    x = down(x)
+                x = self.mid(x)
+                for up, dec in zip(self.ups, self.decs):
+                    skip, x = skips.pop(), up(x)
+                    x = dec(torch.cat([skip, x] if skip_first else [x, skip], 1))
+                return self.head(x)
+
+        return UNet, (1, image, side, side)
 
     if family == "rrnn":
         steps = rng.choice((16, 32, 50, 64, 98, 128))

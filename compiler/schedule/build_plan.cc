@@ -46,8 +46,11 @@ const Value* alias_root(const Value* v) {
 // one contiguous run of the output, so the dispatch that produces it can write there
 // and the copy disappears (Inception and SqueezeNet blocks end in one). Each input
 // must be the only output of a dispatch (not an alias, constant or graph input or
-// output) and have no other use, and the Concat must have no fused epilogue. Returns
-// the Concats replaced; |views| gets their inputs.
+// output) and written in place by no other Concat, and the Concat must have no fused
+// epilogue. An input's other readers read it where the Concat holds it: a U-Net's skip
+// connection, read by the next pooling layer and by a Concat in the decoder, is
+// written there once (the Concat's buffer then lives from the skip on, as the skip
+// did). Returns the Concats replaced; |views| gets their inputs.
 std::set<const Node*> in_place_concats(const Graph& graph, std::map<const Value*, View>& views) {
   std::set<const Node*> concats;
   for (auto& owned : graph.nodes()) {
@@ -66,7 +69,7 @@ std::set<const Node*> in_place_concats(const Graph& graph, std::map<const Value*
       const ops::OpDef* def = in && in->producer ? ops::find_op(in->producer->op_type) : nullptr;
       contiguous = contiguous && def && !def->is_alias && def->lower && in->producer->outputs.size() == 1 &&
                    !in->is_constant() && !graph.is_graph_input(in) && !graph.is_graph_output(in) &&
-                   in->dtype == out->dtype && seen.insert(in).second && graph.users(in).size() == 1;
+                   in->dtype == out->dtype && seen.insert(in).second && !views.count(in);
     }
     if (!contiguous) continue;
     uint64_t offset = 0;

@@ -842,10 +842,16 @@ TEST(BuildPlanTest, ConcatInPlaceWhereSlicesAreContiguous) {
   Node* b = add_op(g, "Sigmoid", {x}, {}, 13, 1, "b");
   Node* cat = add_op(g, "Concat", {a->outputs[0], b->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "cat");
   Node* tail = add_op(g, "Tanh", {cat->outputs[0]}, {}, 13, 1, "tail");
-  // Inputs used elsewhere too: a copy.
+  // An input read elsewhere too (a skip connection): in place, its reader reads it
+  // there. An input two Concats read: in place in the first only, the second copies.
   Node* c = add_op(g, "Neg", {x}, {}, 13, 1, "c");
   Node* shared = add_op(g, "Concat", {c->outputs[0], tail->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "shared");
   Node* use_c = add_op(g, "Abs", {c->outputs[0]}, {}, 13, 1, "use_c");
+  Node* m = add_op(g, "Sin", {x}, {}, 13, 1, "m");
+  Node* n = add_op(g, "Cos", {x}, {}, 13, 1, "n");
+  Node* first = add_op(g, "Concat", {m->outputs[0], n->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "first");
+  Node* p = add_op(g, "Sqrt", {n->outputs[0]}, {}, 13, 1, "p");
+  Node* second = add_op(g, "Concat", {p->outputs[0], n->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "second");
   // Axis 2 with 3 channels before it: each input is three runs of the output, a copy.
   Node* d = add_op(g, "Exp", {x}, {}, 13, 1, "d");
   Node* e = add_op(g, "Floor", {x}, {}, 13, 1, "e");
@@ -856,17 +862,21 @@ TEST(BuildPlanTest, ConcatInPlaceWhereSlicesAreContiguous) {
   Node* inner = add_op(g, "Concat", {f->outputs[0], h->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "inner");
   Node* k = add_op(g, "Neg", {x}, {}, 13, 1, "k");
   Node* outer = add_op(g, "Concat", {k->outputs[0], inner->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "outer");
-  g.outputs = {shared->outputs[0], use_c->outputs[0], rows->outputs[0], outer->outputs[0]};
+  g.outputs = {shared->outputs[0], use_c->outputs[0], rows->outputs[0], outer->outputs[0],
+               add_op(g, "Neg", {first->outputs[0]}, {}, 13, 1, "use_first")->outputs[0],
+               add_op(g, "Neg", {second->outputs[0]}, {}, 13, 1, "use_second")->outputs[0]};
 
   schedule::Plan plan = schedule::build_plan(g);
   std::set<std::string> labels;
   for (const schedule::PlanStep& step : plan.steps) labels.insert(step.label);
-  EXPECT_EQ(plan.in_place_concats, 3u);
-  EXPECT_FALSE(labels.count("cat"));
-  EXPECT_FALSE(labels.count("inner"));
-  EXPECT_FALSE(labels.count("outer"));
-  EXPECT_TRUE(labels.count("shared"));
+  EXPECT_EQ(plan.in_place_concats, 5u);
+  for (const char* view : {"cat", "inner", "outer", "shared", "first"}) EXPECT_FALSE(labels.count(view)) << view;
   EXPECT_TRUE(labels.count("rows"));
+  EXPECT_TRUE(labels.count("second"));
+  // The skip connection c sits in graph output 0, where use_c reads it.
+  EXPECT_EQ(plan.storage.at(c->outputs[0]).base, INGOT_BASE_OUTPUT);
+  EXPECT_EQ(plan.storage.at(c->outputs[0]).index, 0u);
+  EXPECT_EQ(plan.storage.at(n->outputs[0]).offset, plan.storage.at(m->outputs[0]).offset + x->byte_size());
   // The second input sits one input's bytes after the first, in the same buffer.
   const schedule::Storage& sa = plan.storage.at(a->outputs[0]);
   const schedule::Storage& sb = plan.storage.at(b->outputs[0]);
@@ -882,10 +892,16 @@ TEST(BuildPlanTest, ConcatInPlaceWhereSlicesAreContiguous) {
 
   Tensor in = testing::random_f32({1, 3, 5, 6}, 41);
   std::map<const Value*, Tensor> want = testing::evaluate_graph(g, {in});
-  std::vector<Tensor> got = testing::compile_and_run(g, {in});
-  ASSERT_EQ(got.size(), g.outputs.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_TRUE(testing::tensors_near(got[i], want.at(g.outputs[i]), testing::Tolerance::magnitude(1e-5))) << "output " << i;
+  for (uint32_t workers : {1u, 2u}) {
+    testing::LoadedModule loaded(testing::compile_graph(g, "host", workers).module_bytes);
+    std::vector<std::pair<DType, Shape>> outs;
+    for (const Value* v : g.outputs) outs.emplace_back(v->dtype, v->shape);
+    std::vector<Tensor> got = loaded.run({in}, outs);
+    ASSERT_EQ(got.size(), g.outputs.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(testing::tensors_near(got[i], want.at(g.outputs[i]), testing::Tolerance::magnitude(1e-5)))
+          << "output " << i << ", " << workers << " workers";
+  }
 }
 
 // Slices and Splits that take one contiguous run of their input read it in place (no
