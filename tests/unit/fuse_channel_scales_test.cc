@@ -64,8 +64,7 @@ TEST(FuseChannelScalesTest, SqueezeExciteMulBecomesTheConvsInputScale) {
       const Tensor ref = testing::evaluate_graph(se.g, in).at(se.g.outputs[0]);
       EXPECT_TRUE(testing::tensors_near(ref, want, testing::Tolerance::exact()));
       for (uint32_t workers : {1u, 2u}) {
-        testing::LoadedModule m(testing::compile_graph(se.g, "host", workers).module_bytes);
-        const std::vector<Tensor> got = m.run(in, {{DType::F32, se.g.outputs[0]->shape}});
+        const std::vector<Tensor> got = testing::compile_and_run_on_workers(se.g, in, workers);
         EXPECT_TRUE(testing::tensors_near(got.at(0), want, testing::Tolerance::magnitude(1e-5)))
             << "n " << n << ", scale first " << scale_first << ", " << workers << " workers";
       }

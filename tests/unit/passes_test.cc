@@ -893,10 +893,7 @@ TEST(BuildPlanTest, ConcatInPlaceWhereSlicesAreContiguous) {
   Tensor in = testing::random_f32({1, 3, 5, 6}, 41);
   std::map<const Value*, Tensor> want = testing::evaluate_graph(g, {in});
   for (uint32_t workers : {1u, 2u}) {
-    testing::LoadedModule loaded(testing::compile_graph(g, "host", workers).module_bytes);
-    std::vector<std::pair<DType, Shape>> outs;
-    for (const Value* v : g.outputs) outs.emplace_back(v->dtype, v->shape);
-    std::vector<Tensor> got = loaded.run({in}, outs);
+    std::vector<Tensor> got = testing::compile_and_run_on_workers(g, {in}, workers);
     ASSERT_EQ(got.size(), g.outputs.size());
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_TRUE(testing::tensors_near(got[i], want.at(g.outputs[i]), testing::Tolerance::magnitude(1e-5)))
@@ -960,10 +957,7 @@ TEST(BuildPlanTest, ContiguousSlicesAndSplitsAreViews) {
   Tensor in = testing::random_f32({1, 6, 4, 5}, 43);
   std::map<const Value*, Tensor> want = testing::evaluate_graph(g, {in});
   for (uint32_t workers : {1u, 2u}) {
-    testing::LoadedModule m(testing::compile_graph(g, "host", workers).module_bytes);
-    std::vector<std::pair<DType, Shape>> outs;
-    for (const Value* v : g.outputs) outs.emplace_back(v->dtype, v->shape);
-    std::vector<Tensor> got = m.run({in}, outs);
+    std::vector<Tensor> got = testing::compile_and_run_on_workers(g, {in}, workers);
     ASSERT_EQ(got.size(), g.outputs.size());
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_TRUE(testing::tensors_near(got[i], want.at(g.outputs[i]), testing::Tolerance::exact()))

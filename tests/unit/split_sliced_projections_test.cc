@@ -58,11 +58,8 @@ TEST(SplitSlicedProjectionsTest, PackedProjectionBecomesOneMatMulPerSlice) {
       EXPECT_EQ(count(g, "Slice"), 0);
       EXPECT_EQ(count(g, "MatMul"), static_cast<int>(runs.size()));
       EXPECT_EQ(count(g, "Add"), bias ? static_cast<int>(runs.size()) : 0);
-      std::vector<std::pair<DType, Shape>> shapes;
-      for (const Value* v : g.outputs) shapes.emplace_back(v->dtype, v->shape);
       for (uint32_t workers : {1u, 2u}) {
-        testing::LoadedModule m(testing::compile_graph(g, "host", workers).module_bytes);
-        const std::vector<Tensor> got = m.run(in, shapes);
+        const std::vector<Tensor> got = testing::compile_and_run_on_workers(g, in, workers);
         for (size_t i = 0; i < got.size(); ++i)
           EXPECT_TRUE(testing::tensors_near(got[i], want.at(g.outputs[i]), testing::Tolerance::magnitude(1e-5)))
               << "output " << i << ", bias " << bias << ", " << workers << " workers";

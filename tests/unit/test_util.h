@@ -272,6 +272,15 @@ inline std::vector<Tensor> compile_and_run(const Graph& graph, const std::vector
   return result;
 }
 
+// The same, compiled for |workers| workers (run on as many threads).
+inline std::vector<Tensor> compile_and_run_on_workers(const Graph& graph, const std::vector<Tensor>& inputs,
+                                                      uint32_t workers) {
+  LoadedModule m(compile_graph(graph, "host", workers).module_bytes);
+  std::vector<std::pair<DType, Shape>> outs;
+  for (const Value* v : graph.outputs) outs.emplace_back(v->dtype, v->shape);
+  return m.run(inputs, outs);
+}
+
 // ---- comparisons -------------------------------------------------------------
 
 // How far an output may be from its reference: |got - want| <= rel * scale + abs, where
