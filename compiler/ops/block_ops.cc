@@ -402,6 +402,7 @@ uint64_t block_flops(const Node& node) {
 void register_block_ops(std::map<std::string, OpDef>& t) {
   OpDef d;
   d.type = "InvertedResidual";
+  d.internal = true;
   d.infer = infer_block;
   d.reference = reference_block;
   d.lower = lower_block;

@@ -1,6 +1,7 @@
 #include "compiler/ops/op_table.h"
 
 #include <algorithm>
+#include <set>
 #include "compiler/ir/checked.h"
 
 #include <cmath>
@@ -32,6 +33,15 @@ const std::map<std::string, OpDef>& table() {
 const OpDef* find_op(const std::string& type) {
   auto it = table().find(type);
   return it == table().end() ? nullptr : &it->second;
+}
+
+bool is_compiler_attribute(const std::string& name) {
+  static const std::set<std::string> names = {
+      "b_cols",      "b_panel_width", "direction_stream", "gemm_a_weights", "input_scale",
+      "l2_bytes",    "min_bands",     "phased",           "r_block_width",  "strategy",
+      "w_panel_width", "winograd",    "winograd_panel_width", "workers",
+  };
+  return names.count(name) > 0;
 }
 
 std::vector<std::string> supported_ops() {

@@ -110,6 +110,8 @@ struct OpDef {
   std::string (*c_expr)(const Attrs& attrs, const std::string& a, const std::string& b) = nullptr;
   // The output is the input's bytes under another shape (Reshape, Flatten, ...).
   bool is_alias = false;
+  // Made by a pass (InvertedResidual), never read from a model: the importer refuses it.
+  bool internal = false;
   // Folds from the input's shape alone (Shape, Size).
   bool folds_from_shape = false;
   // Bytes of arena scratch the lowering needs while it runs (im2col panels); the
@@ -129,6 +131,10 @@ struct OpDef {
 
 // Looks up an op; nullptr when ingot does not implement it.
 const OpDef* find_op(const std::string& type);
+// Attributes the passes record on ONNX ops (a chosen strategy, a weight layout they
+// packed, a fused input, the worker count). A model that set one would choose for the
+// compiler and meet layouts it never packed, so the importer refuses them.
+bool is_compiler_attribute(const std::string& name);
 std::vector<std::string> supported_ops();
 
 // Floating-point operations of a dispatch node, the one count behind the module's

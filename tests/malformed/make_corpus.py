@@ -122,6 +122,11 @@ def onnx_cases(out):
     one(out, "resize_bogus_mode", mk("Resize", ["x", "", "s"], ["y"], mode="bogus"), x4,
         [("s", np.array([1, 1, 2, 2], np.float32))])
     one(out, "cast_bogus_to", mk("Cast", ["x"], ["y"], to=999), x23)
+    # What only ingot's passes may write: an attribute they record (here the Winograd
+    # weight layout, which the weights would not have) and an op they make.
+    one(out, "conv_compiler_attribute", mk("Conv", ["x", "w"], ["y"], winograd=4), x4,
+        [("w", np.ones((1, 4, 3, 3), np.float32))])
+    one(out, "internal_op", mk("InvertedResidual", ["x"], ["y"], stride=1), x4)
     one(out, "transpose_perm_as_floats",
         helper.make_node("Transpose", ["x"], ["y"]), x23)
     # (the perm attribute of the last one is replaced by a float list below)

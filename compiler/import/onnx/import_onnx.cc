@@ -380,8 +380,12 @@ std::unique_ptr<Graph> import_model(std::string_view bytes, const std::string& p
     if (!np.domain().empty() && np.domain() != "ai.onnx")
       fail("unsupported op '{}' in domain '{}' (node '{}')", np.op_type(), np.domain(), name);
     const ops::OpDef* def = ops::find_op(np.op_type());
-    if (!def) fail("unsupported op '{}' (node '{}', opset {})", np.op_type(), name, opset);
-    for (const auto& a : np.attribute()) node->attrs[a.name()] = attr_from_proto(a, *node, dir);
+    if (!def || def->internal) fail("unsupported op '{}' (node '{}', opset {})", np.op_type(), name, opset);
+    for (const auto& a : np.attribute()) {
+      if (ops::is_compiler_attribute(a.name()))
+        fail("{}: attribute '{}' is not ONNX; ingot's passes set it themselves", node->describe(), a.name());
+      node->attrs[a.name()] = attr_from_proto(a, *node, dir);
+    }
     for (int o = 0; o < np.output_size(); ++o) {
       if (np.output(o).empty()) continue;
       auto [it, fresh] = defined_by.emplace(np.output(o), fmt::format("node '{}' ({})", name, np.op_type()));
