@@ -1027,15 +1027,17 @@ TEST(KernelTest, Pools) {
   // Rows first, then the columns as lane shifts (AVX-512, max without a NaN test per
   // tap): column stride 2 with row strides 1 to 3, windows 1 to 7 wide (shifts of 0 to
   // 3 lanes into the next 16 outputs), rows of exactly 16 outputs; column stride 1 up
-  // to a 17-wide window; +inf beside -inf padding (a NaN-looking sum, so a second
-  // pass) and NaNs in wide planes.
+  // to a 17-wide window; infinities at the edges, +inf over -inf in one column (their
+  // sum is NaN: a false alarm, so a second pass) and NaNs in wide planes.
   k.op("MaxPool", {k.input({1, 2, 7, 64})}, {{"kernel_shape", I{2, 7}}, {"strides", I{1, 2}}, {"pads", I{0, 3, 1, 3}}});
   k.op("MaxPool", {k.input({1, 2, 11, 45})}, {{"kernel_shape", I{4, 1}}, {"strides", I{3, 2}}});
   k.op("MaxPool", {k.input({1, 2, 8, 31})}, {{"kernel_shape", I{3, 6}}, {"strides", I{2, 2}}, {"pads", I{1, 2, 1, 3}}});
   k.op("MaxPool", {k.input({1, 2, 9, 40})}, {{"kernel_shape", I{3, 17}}, {"pads", I{1, 8, 1, 8}}});
   k.op("MaxPool", {k.input({1, 2, 5, 23})}, {{"kernel_shape", I{2, 9}}, {"pads", I{0, 0, 1, 4}}, {"ceil_mode", int64_t{1}}});
   Tensor extremes = testing::random_f32({1, 3, 12, 60}, 79);
-  extremes.data<float>()[0] = INFINITY;                       // beside the -inf pad lanes
+  extremes.data<float>()[0] = INFINITY;                       // a corner, beside the -inf pad lanes
+  extremes.data<float>()[720 + 4 * 60 + 20] = INFINITY;       // +inf over -inf in one column
+  extremes.data<float>()[720 + 5 * 60 + 20] = -INFINITY;
   extremes.data<float>()[720 + 5 * 60 + 59] = -INFINITY;
   extremes.data<float>()[2 * 720 + 11 * 60 + 30] = NAN;       // the last row
   extremes.data<float>()[720 + 60 + 33] = NAN;
