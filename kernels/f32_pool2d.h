@@ -190,6 +190,7 @@ INGOT_INLINE int f32_maxpool2d_cols2_avx512(float* INGOT_RESTRICT y, const float
   }
   return nan != 0;
 }
+
 /* The same for column stride 1 (KW up to 17): tap kw is the rows' maxima of the 16
  * columns from the output's first, shifted by kw lanes into the next 16 (one
  * permute each), which are read only when a window reaches them. KH * 2 + KW
