@@ -271,11 +271,10 @@ INGOT_INLINE void f32_maxpool2d_narrow_plane_avx512(float* INGOT_RESTRICT y, con
  * modes (the same count as f32_avgpool2d_columns). KW is at most 17. */
 INGOT_INLINE __m512 f32_pool_column_sums_avx512(const float* INGOT_RESTRICT x, ingot_index_t r0, ingot_index_t r1,
                                                 ingot_index_t W, ingot_index_t PW, ingot_index_t c0, int is_max) {
-  /* Padded columns c0 + l, input columns c0 + l - PW, inside for lanes [PW - c0, PW + W - c0). */
-  const ingot_index_t lo = PW - c0 < 0 ? 0 : PW - c0, hi = PW + W - c0 > 16 ? 16 : PW + W - c0;
+  /* Padded columns c0 + l are input columns c0 - PW + l. */
   const __m512 fill = is_max ? _mm512_set1_ps(-INGOT_INFF) : _mm512_setzero_ps();
-  if (hi <= lo) return fill;
-  const __mmask16 m = (__mmask16)(((1u << (hi - lo)) - 1u) << lo);
+  const __mmask16 m = f32_pool_cols_mask(c0 - PW, W);
+  if (!m) return fill;
   __m512 acc = fill;
   for (ingot_index_t r = r0; r < r1; ++r) {
     const __m512 v = _mm512_mask_loadu_ps(fill, m, x + r * W + c0 - PW);
