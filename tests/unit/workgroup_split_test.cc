@@ -492,6 +492,41 @@ TEST_P(WorkgroupSplitTest, GemmAndMatMul) {
   EXPECT_EQ(s.split, 7);
 }
 
+// Pools on a plan for several workers: a band of output rows across all planes per
+// worker (each band pools the input rows its windows reach, with the plane's own
+// pads). Max and average, pads on one side only, ceil mode (the last window runs past
+// the end pad), count_include_pad, stride 1 and 3, dilation, batch 2, epilogues; fewer
+// than 8 output rows per worker keep one workgroup per plane.
+TEST_P(WorkgroupSplitTest, PoolBandsForSeveralWorkers) {
+  for (uint32_t workers : {2u, 3u}) {
+    SCOPED_TRACE(workers);
+    SplitCase k(1100 + workers);
+    auto pool = [&](const std::string& type, const Shape& xs, ops::Attrs attrs, const std::string& then = "") {
+      Value* out = k.inner(type, {k.input(xs)}, std::move(attrs))->outputs[0];
+      if (then == "Relu") out = k.inner("Relu", {out})->outputs[0];
+      if (then == "Add") out = k.inner("Add", {out, k.input(out->shape)})->outputs[0];
+      k.output(out, true);
+    };
+    pool("MaxPool", {1, 5, 111, 111}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}}, "Relu");
+    pool("MaxPool", {2, 3, 57, 40}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 0, 0, 1}},
+                                     {"ceil_mode", int64_t{1}}});
+    pool("MaxPool", {1, 4, 30, 33}, {{"kernel_shape", I{3, 2}}, {"dilations", I{2, 3}}, {"pads", I{2, 1, 2, 1}}}, "Add");
+    pool("MaxPool", {1, 3, 40, 40}, {{"kernel_shape", I{5, 5}}, {"pads", I{2, 2, 2, 2}}});
+    pool("AveragePool", {1, 6, 80, 35}, {{"kernel_shape", I{3, 3}}, {"strides", I{3, 3}}, {"pads", I{1, 1, 2, 2}},
+                                        {"ceil_mode", int64_t{1}}});
+    pool("AveragePool", {2, 4, 28, 28}, {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", int64_t{1}}},
+         "Relu");
+    pool("AveragePool", {1, 5, 53, 20}, {{"kernel_shape", I{4, 2}}, {"strides", I{2, 1}}, {"pads", I{0, 1, 3, 0}},
+                                        {"count_include_pad", int64_t{1}}, {"ceil_mode", int64_t{1}}});
+    pool("MaxPool", {1, 8, 14, 14}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}});  // 7 output rows: planes
+    SplitCase::Stats s = k.run(passes(false), GetParam(), workers);
+    ASSERT_EQ(s.workgroups.size(), 8u);
+    EXPECT_EQ(s.split, 8);
+    for (size_t i = 0; i + 1 < s.workgroups.size(); ++i) EXPECT_EQ(s.workgroups[i], workers) << "pool " << i;
+    EXPECT_EQ(s.workgroups.back(), 8);
+  }
+}
+
 // Pools (the plane kernels, the small-plane max pool, the generic nest with Indices),
 // global pools, elementwise ops (flat chunks and broadcast row blocks), Gelu,
 // BatchNorm with run-time parameters, Softmax / LogSoftmax / Hardmax over rows,
