@@ -341,21 +341,21 @@ std::string lower_pool(LoweringContext& ctx) {
              sweep;
     }
     ctx.wg_count = bands;
-    std::string s = "  for (int64_t b = wg_begin; b < wg_end; ++b) {\n";
+    std::string code = "  for (int64_t b = wg_begin; b < wg_end; ++b) {\n";
     for (int64_t b = 0; b < bands; ++b) {
       const Band& band = band_list[b];
-      s += fmt::format("    if (b == {}) {{\n      for (int64_t p = 0; p < {}; ++p) {};\n", b, pg.N * pg.C,
-                       call(fmt::format("{} + p * {} + {}", ctx.out[0], ohw, band.r0 * o[1]),
-                            fmt::format("{} + p * {} + {}", ctx.in[0], hw, band.in0 * in[1]),
-                            Rows{band.rows, band.r1 - band.r0, band.pad_top}));
+      code += fmt::format("    if (b == {}) {{\n      for (int64_t p = 0; p < {}; ++p) {};\n", b, pg.N * pg.C,
+                          call(fmt::format("{} + p * {} + {}", ctx.out[0], ohw, band.r0 * o[1]),
+                               fmt::format("{} + p * {} + {}", ctx.in[0], hw, band.in0 * in[1]),
+                               Rows{band.rows, band.r1 - band.r0, band.pad_top}));
       if (ctx.epilogue)
-        s += fmt::format("      for (int64_t p = 0; p < {0}; ++p)\n"
-                         "        for (int64_t i = p * {1} + {2}; i < p * {1} + {3}; ++i) {{\n"
-                         "          float v = {4}[i];\n{5}          {4}[i] = v;\n        }}\n",
-                         pg.N * pg.C, ohw, band.r0 * o[1], band.r1 * o[1], ctx.out[0], ctx.epilogue("v", "i"));
-      s += "    }\n";
+        code += fmt::format("      for (int64_t p = 0; p < {0}; ++p)\n"
+                            "        for (int64_t i = p * {1} + {2}; i < p * {1} + {3}; ++i) {{\n"
+                            "          float v = {4}[i];\n{5}          {4}[i] = v;\n        }}\n",
+                            pg.N * pg.C, ohw, band.r0 * o[1], band.r1 * o[1], ctx.out[0], ctx.epilogue("v", "i"));
+      code += "    }\n";
     }
-    return s + "  }\n";
+    return code + "  }\n";
   };
   // Padded rows within one AVX-512 vector (14x14 planes with a 3x3 window): a row per
   // register, the window's columns as lane shifts (f32_maxpool2d_narrow_plane_avx512).
