@@ -221,16 +221,14 @@ std::string lower_conv_transposed_gemm(LoweringContext& ctx, const ConvGeometry&
   };
   // Workgroups: the tiles of one axis (pixel panels or channel tiles) of each image's
   // and group's GEMM, numbered (n * G + grp) * units + tile.
-  loops.split = choose_gemm_split(HW, c.OCG, tile, ctx.workers, local_pixel_axis(c, GemmSplit::kRows));
   // Where the weights outweigh the input, output channels whenever there are enough
   // tiles, however they balance: split by pixels, every worker reads all the weights
   // (mobilenet_v2's 960 -> 320 1x1 layer on 7x7: 1.2 MB against 188 KB of input), which
   // costs more than 7 channel tiles shared as 3 + 4. Two workers, paired against the
   // split by balance alone: mobilenet_v2 0.974-0.978, shufflenet_v2 0.976, googlenet
   // 0.979, densenet121 0.993, mnasnet1_0 and efficientnet_b0 0.99-1.00.
-  if (ctx.workers > 1 && c.G == 1 && !input_outweighs_weights(c) &&
-      gemm_split_units(GemmSplit::kColumns, HW, c.OCG, tile) >= ctx.workers)
-    loops.split = GemmSplit::kColumns;
+  loops.split = choose_gemm_split(HW, c.OCG, tile, ctx.workers, local_pixel_axis(c, GemmSplit::kRows),
+                                  c.G == 1 && !input_outweighs_weights(c) ? GemmSplit::kColumns : GemmSplit::kNone);
   loops.split_lo = "lo";
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, HW, c.OCG, tile);

@@ -149,10 +149,12 @@ double split_imbalance(int64_t extent, int64_t width, uint32_t workers) {
 
 }  // namespace
 
-GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& t, uint32_t workers, GemmSplit local) {
+GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& t, uint32_t workers, GemmSplit local,
+                            GemmSplit weights) {
   const int64_t columns = (N + t.nr - 1) / t.nr, rows = (M + t.mr - 1) / t.mr;
   const GemmSplit usual = N / t.nr >= 4 || columns >= rows ? GemmSplit::kColumns : GemmSplit::kRows;
   if (workers <= 1) return usual;
+  if (weights != GemmSplit::kNone && gemm_split_units(weights, M, N, t) >= workers) return weights;
   // A narrow column tile still runs every row's broadcasts; a short row panel still
   // loads its B vectors: about a third of a full tile's work either way.
   const double by_columns = split_imbalance(N, t.nr, workers);

@@ -137,8 +137,11 @@ int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes, int64_t
 // within 0.05 as evenly as the other. Split by channels, every worker reads every
 // input pixel, and a cache line another core has read costs several times as much
 // to overwrite later (bench/sharing.c; ARCHITECTURE, *Partition*).
+// |weights|, when given, is the axis of a weight operand that outweighs the other
+// input: taken whenever it has a tile per worker, however the tiles balance, since
+// split any other way every worker reads all the weights.
 GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& tile, uint32_t workers = 1,
-                            GemmSplit local = GemmSplit::kNone);
+                            GemmSplit local = GemmSplit::kNone, GemmSplit weights = GemmSplit::kNone);
 // Tiles along |split| (column tiles or row panels, edge tile included); 1 for kNone.
 int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& tile);
 // The work of the |width|-wide tiles covering |extent| (the last one narrower), in

@@ -305,6 +305,20 @@ TEST(GemmSplitTest, TheLocalAxisWinsWithinFivePercent) {
   EXPECT_EQ(ops::choose_gemm_split(784, 192, t, 1, ops::GemmSplit::kRows), ops::GemmSplit::kColumns);
 }
 
+TEST(GemmSplitTest, TheWeightsAxisWinsWithATilePerWorker) {
+  const ops::GemmTile t{"f32_gemm_tile_8x48_avx512", 8, 48};
+  // 49 pixels as rows (7 panels, one 1-wide) against 336 channels (7 tiles): by
+  // balance alone the pixels; offered as the weights' axis, the channels, 3 + 4.
+  EXPECT_EQ(ops::choose_gemm_split(49, 336, t, 2), ops::GemmSplit::kRows);
+  EXPECT_EQ(ops::choose_gemm_split(49, 336, t, 2, ops::GemmSplit::kNone, ops::GemmSplit::kColumns),
+            ops::GemmSplit::kColumns);
+  // Fewer tiles than workers: balance decides.
+  EXPECT_EQ(ops::choose_gemm_split(49, 336, t, 8, ops::GemmSplit::kNone, ops::GemmSplit::kColumns),
+            ops::choose_gemm_split(49, 336, t, 8));
+  // One worker: the usual axis.
+  EXPECT_EQ(ops::choose_gemm_split(784, 192, t, 1, ops::GemmSplit::kNone, ops::GemmSplit::kRows), ops::GemmSplit::kColumns);
+}
+
 // What the partition knows of uneven workgroups: 512 columns in 48-wide tiles are ten
 // full tiles and a 32-wide one, which still costs two thirds of a full tile's work
 // plus the loads it shares; eleven such tiles over two workers can do no better
@@ -342,6 +356,31 @@ TEST_P(WorkgroupSplitTest, GemmConvolutions) {
   k.conv({1, 6, 33, 31}, {10, 6, 5, 5}, {{"strides", I{2, 2}}, {"pads", I{2, 1, 1, 2}}}, true, "Relu");
   SplitCase::Stats s = k.run(passes(false), GetParam());
   EXPECT_EQ(s.split, 16);
+}
+
+// Transposed GEMM convolutions on two workers: by output pixels where the input
+// outweighs the weights (each worker keeps to its own pixels), by output channels
+// where the weights do (split by pixels, each would read all of them).
+TEST_P(WorkgroupSplitTest, TransposedGemmSplitAxisFollowsTheHeavierOperand) {
+  SplitCase k(960);
+  k.conv({1, 96, 7, 7}, {40, 96, 1, 1}, {}, true, "Relu");  // 40 weights per input channel, 49 pixels
+  k.conv({1, 96, 7, 7}, {336, 96, 1, 1}, {}, true);          // 336 against 49: by balance alone, pixels
+  k.conv({2, 64, 7, 7}, {200, 64, 1, 1}, {}, true, "Add");   // 200 against 49, batch 2
+  SplitCase::Stats s = k.run(passes(false), GetParam(), 2);
+  ASSERT_EQ(s.workgroups.size(), 3u);
+  const ops::GemmTile t = tile();
+  std::vector<std::string> strategies;
+  for (const auto& n : k.graph().nodes())
+    if (n->op_type == "Conv") strategies.push_back(n->attr_string("strategy", ""));
+  ASSERT_EQ(strategies.size(), 3u);
+  const std::vector<std::pair<int64_t, int64_t>> pixels_channels = {{49, 40}, {49, 336}, {49, 200}};
+  for (size_t i = 0; i < 3; ++i) {
+
+    if (strategies[i] != "transposed_gemm") continue;  // other tiles lay the GEMM out the other way
+    const auto [HW, OC] = pixels_channels[i];
+    const ops::GemmSplit want = i == 0 ? ops::GemmSplit::kRows : ops::GemmSplit::kColumns;
+    EXPECT_EQ(s.workgroups[i], (i == 2 ? 2 : 1) * ops::gemm_split_units(want, HW, OC, t)) << "conv " << i;
+  }
 }
 
 // Tap rectangles (AVX-512 transposed convolutions over small planes): each tap only
@@ -518,7 +557,7 @@ TEST_P(WorkgroupSplitTest, PoolBandsForSeveralWorkers) {
          "Relu");
     pool("AveragePool", {1, 5, 53, 20}, {{"kernel_shape", I{4, 2}}, {"strides", I{2, 1}}, {"pads", I{0, 1, 3, 0}},
                                         {"count_include_pad", int64_t{1}}, {"ceil_mode", int64_t{1}}});
-    pool("MaxPool", {1, 8, 14, 14}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}});  // 7 output rows: planes
+    pool("MaxPool", {1, 8, 14, 14}, {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}});  // 6 output rows: planes
     SplitCase::Stats s = k.run(passes(false), GetParam(), workers);
     ASSERT_EQ(s.workgroups.size(), 8u);
     EXPECT_EQ(s.split, 8);
