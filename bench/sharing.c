@@ -7,16 +7,22 @@
  * a split plan do, and the program prints the median time of each pattern:
  *
  *   1. Overwriting 294 KiB (a 96-channel 28x28 fp32 tensor) on CPU_A when only CPU_A
- *      holds its lines, and after CPU_B has read them: a line another core holds must
- *      be taken back before it can be written. This is the cost a split by output
- *      channels leaves behind, since every worker then reads every input line.
+ *      holds its lines, after CPU_B has read them, and after CPU_B has written them: a
+ *      line another core holds must be taken back before it can be written. This is
+ *      the cost a split by output channels leaves behind, since every worker then
+ *      reads every input line; and the cost of arena bytes that one worker's share of
+ *      a tensor leaves to the other worker's share of the next tensor placed there.
  *   2. Reading the same bytes on CPU_A when CPU_A wrote them, and right after CPU_B
  *      wrote them.
  *   3. Both threads streaming a 192-plane tensor into another (y = 0.5 x + 1, then the
  *      buffers swap, as consecutive layers do), each over its own share: whole planes
  *      (a split by channels) or one half of every plane (a split by rows or pixels of
  *      an NCHW tensor), at plane sizes 14x14, 28x28 and 56x56. Each thread only ever
- *      touches its own share; the half-plane pattern is also timed with CPU_B idle.
+ *      touches its own share; the half-plane pattern is also timed with CPU_B idle,
+ *      and with the planes 28x28 on even steps and 56x56 on odd ones over the same
+ *      bytes: each core's half of a 28x28 plane is not its half of a 56x56 one, so
+ *      half the lines a core touches were last touched by the other core, as when
+ *      the arena places a tensor over the bytes of one split another way.
  *   4. Both threads streaming one 2.3 MiB tensor into another, the bytes dealt out in
  *      chunks taken in turn (chunk 0 to CPU_A, 1 to CPU_B, 2 to CPU_A, ...), from
  *      1 KiB chunks to two halves: how coarse a split must be before the two cores
@@ -106,17 +112,18 @@ static void ask(int r) {
 }
 
 static void handoff_patterns(void) {
-  static const char* names[4] = {"overwrite, lines only this core holds", "overwrite, after the other core read them",
-                                 "read, lines this core wrote", "read, lines the other core just wrote"};
-  for (int pattern = 0; pattern < 4; ++pattern) {
+  static const char* names[5] = {"overwrite, lines only this core holds", "overwrite, after the other core read them",
+                                 "overwrite, lines the other core just wrote", "read, lines this core wrote",
+                                 "read, lines the other core just wrote"};
+  for (int pattern = 0; pattern < 5; ++pattern) {
     double t[kRounds];
     for (int r = 0; r < kRounds; ++r) {
       write_all();
       read_all();
       if (pattern == 1) ask(1);
-      if (pattern == 3) ask(2);
+      if (pattern == 2 || pattern == 4) ask(2);
       const double start = now_us();
-      if (pattern < 2)
+      if (pattern < 3)
         write_all();
       else
         read_all();
@@ -130,6 +137,7 @@ static void handoff_patterns(void) {
 
 typedef struct {
   int planes, plane;   /* tensor shape, floats per plane */
+  int plane_odd;       /* > 0: floats per plane on odd steps (same bytes, other planes) */
   int halves;          /* 1: each thread takes half of every plane; 0: half the planes */
   size_t chunk;        /* > 0: floats per chunk, chunks dealt out in turn (pattern 4) */
   size_t guard;        /* floats left untouched at both ends of every chunk (pattern 5) */
@@ -142,8 +150,10 @@ typedef struct {
 
 static stream_t stream;
 
-static void stream_share(int who, const float* x, float* y) {
+static void stream_share(int who, int step, const float* x, float* y) {
   const stream_t* s = &stream;
+  const int plane = s->plane_odd > 0 && (step & 1) ? s->plane_odd : s->plane;
+  const int planes = (int)((size_t)s->planes * (size_t)s->plane / (size_t)plane);
   if (s->idle_b && who == 1) return;
   if (s->chunk > 0) {
     const size_t n = (size_t)s->planes * (size_t)s->plane;
@@ -170,10 +180,10 @@ static void stream_share(int who, const float* x, float* y) {
     for (size_t i = lo; i < hi; ++i) y[i] = x[i] * 0.5f + 1.0f;
     return;
   }
-  const int lo = who ? s->plane / 2 : 0, hi = who ? s->plane : s->plane / 2;
-  for (int p = 0; p < s->planes; ++p) {
-    const float* xp = x + (size_t)p * (size_t)s->plane;
-    float* yp = y + (size_t)p * (size_t)s->plane;
+  const int lo = who ? plane / 2 : 0, hi = who ? plane : plane / 2;
+  for (int p = 0; p < planes; ++p) {
+    const float* xp = x + (size_t)p * (size_t)plane;
+    float* yp = y + (size_t)p * (size_t)plane;
     for (int i = lo; i < hi; ++i) yp[i] = xp[i] * 0.5f + 1.0f;
   }
 }
@@ -186,7 +196,7 @@ static void* stream_thread(void* arg) {
     const float* x = step & 1 ? stream.b : stream.a;
     float* y = step & 1 ? stream.a : stream.b;
     const double start = now_us();
-    stream_share(who, x, y);
+    stream_share(who, step, x, y);
     t[step] = now_us() - start;
     atomic_fetch_add(&stream.arrived, 1);
     while (atomic_load(&stream.arrived) < 2 * (step + 1)) {
@@ -204,6 +214,7 @@ static double run_stream_with(int planes, int plane, int halves, int idle_b, siz
   stream.guard = guard;
   stream.access = access;
   stream.idle_b = idle_b;
+  stream.plane_odd = 0;
   atomic_store(&stream.arrived, 0);
   pthread_t b;
   if (pthread_create(&b, NULL, stream_thread, (void*)1L) != 0) return -1;
@@ -214,6 +225,25 @@ static double run_stream_with(int planes, int plane, int halves, int idle_b, siz
 
 static double run_stream(int planes, int plane, int halves, int idle_b, size_t chunk) {
   return run_stream_with(planes, plane, halves, idle_b, chunk, 0, 0);
+}
+
+/* Half of every plane, the planes |plane| floats on even steps and |plane_odd| on odd. */
+static double run_stream_mixed(int planes, int plane, int plane_odd, int idle_b) {
+  stream.planes = planes;
+  stream.plane = plane;
+  stream.halves = 1;
+  stream.chunk = 0;
+  stream.guard = 0;
+  stream.access = 0;
+  stream.idle_b = idle_b;
+  stream.plane_odd = plane_odd;
+  atomic_store(&stream.arrived, 0);
+  pthread_t b;
+  if (pthread_create(&b, NULL, stream_thread, (void*)1L) != 0) return -1;
+  stream_thread((void*)0L);
+  pthread_join(b, NULL);
+  stream.plane_odd = 0;
+  return stream.per_step[0] > stream.per_step[1] ? stream.per_step[0] : stream.per_step[1];
 }
 
 int main(int argc, char** argv) {
@@ -258,6 +288,8 @@ int main(int argc, char** argv) {
     printf("  %2dx%-2d  whole planes %7.1f us   half of every plane %7.1f us   (that share with B idle %7.1f us)\n",
            sides[k], sides[k], whole, halves, alone);
   }
+  printf("  half of every plane, 28x28 and 56x56 planes in turn over the same bytes %7.1f us   (that share with B idle %7.1f us)\n",
+         run_stream_mixed(192, 28 * 28, 56 * 56, 0), run_stream_mixed(192, 28 * 28, 56 * 56, 1));
   printf("both cores stream 2352 KiB (192 x 56 x 56), chunks dealt out in turn, slower thread's median step:\n");
   const size_t all = (size_t)192 * 56 * 56;
   const size_t chunk_kib[6] = {1, 4, 16, 64, 256, 0};
