@@ -197,6 +197,14 @@ std::string act_expr(const Activation& a) {
   return "";
 }
 
+// The _blk tile's prefetch arguments for weights in rows of |K| floats: the next row
+// panel's 8 rows, a line per k step, as the standalone 1x1 convolutions' GEMM loops
+// do (GemmLoops::prefetch_a). The first band of a part reads every weight from
+// memory (or L3); without the prefetch, its tiles wait on each panel's lines.
+std::string prefetch_next_rows(const std::string& w, const std::string& m0, int64_t K) {
+  return fmt::format("(const char*)({} + ({} + 8) * {}), {}", w, m0, K, std::min<int64_t>(K, 8 * K * 4 / 64));
+}
+
 std::string lower_block(LoweringContext& ctx) {
   const Node& node = ctx.node;
   if (!(ctx.target_features & INGOT_FEATURE_AVX512F)) fail("{}: needs an AVX-512 target", node.describe());
@@ -221,24 +229,31 @@ std::string lower_block(LoweringContext& ctx) {
 
   // Project: register epilogue when the node's epilogue allows, else a per-tile pass.
   GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
-  std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile);
+  std::optional<RegisterEpilogue> in_registers = register_epilogue(node, tile, /*allow_residual=*/true);
+  // A residual has the output's layout, so its tile sits at the output tile's offsets.
+  auto residual_tile = [&](const std::string& m0) {
+    if (!in_registers || in_registers->residual < 0) return std::string("0");
+    return fmt::format("{} + ({}) * {} + o0 * {} + n0", ctx.epilogue_in[in_registers->residual], m0, OHW, g.OW);
+  };
   auto project_tile = [&](const std::string& nr) {
     std::string s;
     s += fmt::format("        for (int64_t m0 = 0; m0 < {}; m0 += 8) {{\n", g.O / 8 * 8);
     auto call = [&](const std::string& m0, int64_t mr) {
       std::string t;
       if (in_registers) {
-        t += fmt::format("          f32_gemm_tile_8x48_avx512_act(yb + ({m0}) * {OHW} + n0, {OHW}, {wp} + ({m0}) * {E}, {E}, 1, "
-                         "db + n0, {ldb}, {E}, {mr}, {nr}, {bp} + ({m0}), 0, {act});\n",
+        t += fmt::format("          f32_gemm_tile_8x48_avx512_blk(yb + ({m0}) * {OHW} + n0, {OHW}, {wp} + ({m0}) * {E}, {E}, 1, "
+                         "db + n0, {ldb}, {E}, {mr}, {nr}, {bp} + ({m0}), {res}, {act}, 0, {pf});\n",
                          fmt::arg("m0", m0), fmt::arg("OHW", OHW), fmt::arg("wp", wp), fmt::arg("E", g.E),
                          fmt::arg("ldb", p.OB * g.OW), fmt::arg("mr", mr), fmt::arg("nr", nr), fmt::arg("bp", bp),
-                         fmt::arg("act", in_registers->args));
+                         fmt::arg("act", in_registers->args), fmt::arg("pf", prefetch_next_rows(wp, m0, g.E)),
+                         fmt::arg("res", residual_tile(m0)));
         return t;
       }
-      t += fmt::format("          f32_gemm_tile_8x48_avx512(yb + ({m0}) * {OHW} + n0, {OHW}, {wp} + ({m0}) * {E}, {E}, 1, "
-                       "db + n0, {ldb}, {E}, {mr}, {nr});\n",
+      t += fmt::format("          f32_gemm_tile_8x48_avx512_blk(yb + ({m0}) * {OHW} + n0, {OHW}, {wp} + ({m0}) * {E}, {E}, 1, "
+                       "db + n0, {ldb}, {E}, {mr}, {nr}, 0, 0, INGOT_TILE_ACT_NONE, 0.0f, 0.0f, 0, {pf});\n",
                        fmt::arg("m0", m0), fmt::arg("OHW", OHW), fmt::arg("wp", wp), fmt::arg("E", g.E),
-                       fmt::arg("ldb", p.OB * g.OW), fmt::arg("mr", mr), fmt::arg("nr", nr));
+                       fmt::arg("ldb", p.OB * g.OW), fmt::arg("mr", mr), fmt::arg("nr", nr),
+                       fmt::arg("pf", prefetch_next_rows(wp, m0, g.E)));
       t += fmt::format(
           "          for (int64_t r = 0; r < {mr}; ++r) {{\n"
           "            const int64_t oc = {m0} + r;\n"
@@ -272,12 +287,12 @@ std::string lower_block(LoweringContext& ctx) {
           s;
     auto call = [&](const std::string& m0, int64_t mr) {
       return fmt::format(
-          "          f32_gemm_tile_8x48_avx512_act(eb + ({m0}) * {ldc} + keep * {W} + n0, {ldc}, {we} + ({m0}) * {K}, {K}, 1, "
-          "{b}, {ldb}, {K}, {mr}, {nr}, {be} + ({m0}), 0, {act});\n",
+          "          f32_gemm_tile_8x48_avx512_blk(eb + ({m0}) * {ldc} + keep * {W} + n0, {ldc}, {we} + ({m0}) * {K}, {K}, 1, "
+          "{b}, {ldb}, {K}, {mr}, {nr}, {be} + ({m0}), 0, {act}, 0, {pf});\n",
           fmt::arg("m0", m0), fmt::arg("ldc", p.RB * g.W), fmt::arg("W", g.W), fmt::arg("we", we), fmt::arg("K", K),
           fmt::arg("b", im2col ? std::string("pn") : fmt::format("{} + h_new * {} + n0", x, g.W)),
           fmt::arg("ldb", im2col ? 48 : HW), fmt::arg("mr", mr), fmt::arg("nr", nr), fmt::arg("be", be),
-          fmt::arg("act", act_args(ea)));
+          fmt::arg("act", act_args(ea)), fmt::arg("pf", prefetch_next_rows(we, m0, K)));
     };
     s += call("m0", 8);
     if (g.E % 8) s += call(std::to_string(g.E / 8 * 8), g.E % 8);
@@ -327,6 +342,13 @@ std::string lower_block(LoweringContext& ctx) {
         fmt::arg("bd", bd), fmt::arg("act", act_expr(da)));
   }
 
+  // An edge tile's width |nr| is known only at run time here (bands differ in the
+  // expand rows they carry over); the tile's vector count goes by |nr| > 16 and > 32,
+  // so three branches let the compiler specialize each as it does a literal width.
+  auto edge_tiles = [](const std::string& tile) {
+    return "        if (nr > 32) {\n" + tile + "        } else if (nr > 16) {\n" + tile + "        } else {\n" + tile +
+           "        }\n";
+  };
   std::string expand_band;
   if (expand)
     expand_band = fmt::format(
@@ -349,7 +371,7 @@ std::string lower_block(LoweringContext& ctx) {
         "    prev_lo = h_lo;\n"
         "    prev_hi = h_hi;\n",
         fmt::arg("E", g.E), fmt::arg("W", g.W), fmt::arg("ebs", p.RB * g.W), fmt::arg("expand48", expand_tile("48")),
-        fmt::arg("expand_tail", expand_tile("nr")));
+        fmt::arg("expand_tail", edge_tiles(expand_tile("nr"))));
   return fmt::format(
       "  float* eb = {scratch};\n"
       "  float* db = eb + {ebuf};\n"
@@ -385,7 +407,7 @@ std::string lower_block(LoweringContext& ctx) {
       fmt::arg("zero_dws", g.S == 1 ? std::string() : fmt::format("  for (int64_t i = 0; i < {}; ++i) dws[i] = 0.0f;\n", p.dw)),
       fmt::arg("OH", g.OH), fmt::arg("OB", p.OB), fmt::arg("S", g.S), fmt::arg("H", g.H),
       fmt::arg("expand_band", expand_band), fmt::arg("dw", dw), fmt::arg("y", y), fmt::arg("OW", g.OW),
-      fmt::arg("project48", project_tile("48")), fmt::arg("project_tail", project_tile("nr")));
+      fmt::arg("project48", project_tile("48")), fmt::arg("project_tail", edge_tiles(project_tile("nr"))));
 }
 
 // The three convolutions: expand (KxK over C, or none), depthwise 3x3 and project.
