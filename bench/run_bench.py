@@ -269,9 +269,14 @@ def measure_model(name, args, manifest, models_dir=MODELS_DIR):
         for e in order:
             n, w = plan[e]
             threads = int(e[len("ingot"):] or 1) if e.startswith("ingot") else int(e[len("ort"):] or 1)
-            # Several threads: the CPU distance before and after the round (it can change
-            # within seconds), so that near and far rounds can be told apart.
-            probe = [handoff_ns()] if threads > 1 else []
+            # The CPU distance before and after every round (it can change within
+            # seconds), recorded for rounds on several threads so that near and far ones
+            # can be told apart. One-thread rounds are probed too, so that every round
+            # follows the same work: with the probe before multi-thread rounds only, a
+            # plan that keeps one worker ran 39 us in all 7 of its two-worker rounds and
+            # 32-39 in its one-worker rounds (kws_dscnn), a process's CPU following what
+            # ran just before it.
+            probe = [handoff_ns()]
             try:
                 if e.startswith("ingot"):
                     stats = ingot_bench(modules[threads], inp, n, w)
@@ -282,8 +287,8 @@ def measure_model(name, args, manifest, models_dir=MODELS_DIR):
                 log(f"[{name}] {e} round {r + 1}: {err}")
                 continue
             stats["iterations"], stats["warmup"] = n, w
-            if probe:
-                probe.append(handoff_ns())
+            probe.append(handoff_ns())
+            if threads > 1:
                 stats["handoff_ns"] = probe
                 stats["cpus"] = distance(probe)
             rounds[e].append(stats)
