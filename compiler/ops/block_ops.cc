@@ -202,7 +202,7 @@ std::string act_expr(const Activation& a) {
 // do (GemmLoops::prefetch_a). The first band of a part reads every weight from
 // memory (or L3); without the prefetch, its tiles wait on each panel's lines.
 std::string prefetch_next_rows(const std::string& w, const std::string& m0, int64_t K) {
-  return fmt::format("(const char*)({} + ({} + 8) * {}), {}", w, m0, K, std::min<int64_t>(K, 8 * K * 4 / 64));
+  return fmt::format("(const char*)({} + ({} + 8) * {}), {}", w, m0, K, gemm_prefetch_a_lines(K, 8));
 }
 
 std::string lower_block(LoweringContext& ctx) {

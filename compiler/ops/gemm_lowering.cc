@@ -32,6 +32,8 @@ int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes, int64_t
   return ((K + blocks - 1) / blocks + 7) / 8 * 8;
 }
 
+int64_t gemm_prefetch_a_lines(int64_t K, int64_t mr) { return std::min<int64_t>(K, mr * K * 4 / 64); }
+
 std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
   const bool full = t.full_contract;
   const bool in_registers = !g.reg_act.empty() && !g.tile_call && full;
@@ -47,7 +49,7 @@ std::string emit_gemm_loops(const GemmLoops& g, const GemmTile& t) {
   //   prefetches its share of it while the current panel sits in L1/L2.
   const bool prefetch_a = full && g.prefetch_a && g.aks == 1 && g.lda == g.K && !g.tile_call && !g.tile_call_k;
   const bool prefetch_b = full && g.b_in_panels && !g.pack_b && !g.tile_call && !g.tile_call_k && !rows_outer;
-  const int64_t a_lines = std::min<int64_t>(g.K, t.mr * g.K * 4 / 64);
+  const int64_t a_lines = gemm_prefetch_a_lines(g.K, t.mr);
   const int64_t b_lines = std::min<int64_t>(g.K, (g.K * t.nr * 4 / 64 + row_panels - 1) / row_panels);
   // Full tiles run in loops with literal sizes; the edge row panel and edge column
   // tile get their own literal sizes, so every tile call is fully specialized.

@@ -124,6 +124,10 @@ bool gemm_rows_outer(int64_t M, int64_t K, int64_t N, int64_t l2_bytes);
 // 960->160 0.77 of the time; kc 128 (37 KiB) already 5-10% slower than 96.
 int64_t gemm_k_block(int64_t K, const GemmTile& tile, int64_t l1d_bytes, int64_t a_rows);
 
+// Lines a tile prefetches of the next row panel of A in contiguous rows of |K| floats
+// (|mr| rows of weights), one per k step, so at most K (GemmLoops::prefetch_a).
+int64_t gemm_prefetch_a_lines(int64_t K, int64_t mr);
+
 
 // The axis with more independent work for an M x N GEMM on |tile|: column tiles when
 // there are four full ones or at least as many as row panels, row panels otherwise
