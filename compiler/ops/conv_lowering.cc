@@ -482,10 +482,10 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
         "      }}\n"
         "    }}\n",
         fmt::arg("t0", t0), fmt::arg("IC", c.ICG), fmt::arg("tb", tb), fmt::arg("tbp", p.TBp), fmt::arg("TW", p.TW),
-        fmt::arg("vstride", c.ICG * p.TBp), fmt::arg("u", ctx.in[1]), fmt::arg("OCIC", transposed ? oc_tiles * tile.nr * c.ICG : c.OC * c.ICG),
-        fmt::arg("mstride", c.OC * p.TBp), fmt::arg("row", p.row), fmt::arg("m", p.m), fmt::arg("xis", p.alpha * p.alpha),
-        fmt::arg("input_call", fmt::format(fmt::runtime(input_call), fmt::arg("vstride", c.ICG * p.TBp))),
-        fmt::arg("output_call", fmt::format(fmt::runtime(output_call), fmt::arg("mstride", c.OC * p.TBp))),
+        fmt::arg("vstride", p.vstride), fmt::arg("u", ctx.in[1]), fmt::arg("OCIC", transposed ? oc_tiles * tile.nr * c.ICG : c.OC * c.ICG),
+        fmt::arg("mstride", p.mstride), fmt::arg("row", p.row), fmt::arg("m", p.m), fmt::arg("xis", p.alpha * p.alpha),
+        fmt::arg("input_call", fmt::format(fmt::runtime(input_call), fmt::arg("vstride", p.vstride))),
+        fmt::arg("output_call", fmt::format(fmt::runtime(output_call), fmt::arg("mstride", p.mstride))),
         fmt::arg("gemm", emit_gemm_loops(loops, tile)), fmt::arg("oc_range", oc_range),
         fmt::arg("OC", c.OC), fmt::arg("OW", g.OW), fmt::arg("OH", g.OH), fmt::arg("OHW", HW), fmt::arg("bias", bias),
         fmt::arg("ep", epilogue(fmt::format("(n * {} + oc) * {} + oh * {} + ow", c.OC, HW, g.OW))));

@@ -255,8 +255,14 @@ WinogradPlan winograd_plan(const Node& node, const ConvGeometry& c) {
   p.TB = p.T <= kWinogradSingleBlockTiles ? p.T : 48 * std::clamp<int64_t>(fit, 1, 4);
   p.TBp = p.TB + 4;  // INGOT_WINOGRAD_SPARE
   p.xp_floats = (p.m * g.C * p.Hp * p.Wq + 15) / 16 * 16;
-  p.v_floats = xis * c.ICG * p.TBp;
-  p.m_floats = xis * c.OC * p.TBp;
+  auto odd_lines = [](int64_t floats) {
+    const int64_t lines = (floats + 15) / 16;
+    return (lines % 2 == 0 ? lines + 1 : lines) * 16;
+  };
+  p.vstride = odd_lines(c.ICG * p.TBp);
+  p.mstride = odd_lines(c.OC * p.TBp);
+  p.v_floats = xis * p.vstride;
+  p.m_floats = xis * p.mstride;
   p.row = (p.m * (p.TW + 4) + 15) / 16 * 16;
   p.row_floats = p.m * p.row;
   return p;

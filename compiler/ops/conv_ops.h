@@ -51,6 +51,11 @@ int64_t shared_pad_width(const Window& g);
 // results M[xi][OC][TB] and m output rows.
 struct WinogradPlan {
   int64_t m, alpha, TH, TW, T, Hp, Wq, TB, TBp;  // TBp: row stride of V and M (TB + spare)
+  // Floats from one of the alpha^2 slabs of V (of M) to the next: an odd number of
+  // cache lines, so that the transforms' alpha^2 streams, a slab apart, fall in
+  // different cache sets (a multiple of 4 KiB put them all in one: 512 channels of
+  // 7x7 in F(2x2), 20 tiles a row, stored 16 streams into one 12-way set).
+  int64_t vstride, mstride;
   int64_t xp_floats, v_floats, m_floats, row, row_floats;
 };
 WinogradPlan winograd_plan(const Node& node, const ConvGeometry& c);
