@@ -376,16 +376,47 @@ std::string lower_conv_winograd(LoweringContext& ctx, const ConvGeometry& c) {
   // x OC). DenseNet's 128 -> 32 channel F(2x2) layers on 14x14 (49 tiles): as panels
   // each part took 50-54 us against 55 for the whole layer on one worker; banded (4 +
   // 3 tile rows) 47 and 34. Bands cut inside a tile row to even that out ran slower.
-  const bool banded =
-      ctx.workers > 1 && p.TH >= ctx.workers && (input_outweighs_weights(c) || g.N * p.T >= c.OC);
+  //
+  // Bands also where the weights outweigh the input, if the GEMMs lose nothing by
+  // them: the busiest band, every row panel over its own blocks, takes no more cycles
+  // (gemm_columns_cycles) than a panel part, its share of the row panels over the
+  // whole image's blocks. Banding then drops what every panel part repeats (the padded
+  // planes and the input transform of the whole block) and keeps the next layer's
+  // reads on the core that wrote them. 49 tiles (28x28 in F(4x4)): bands of 21 and 28
+  // tiles fill two vectors each, the whole block's 48 + 1 three and one. Two workers,
+  // layer pairs (the 3x3, then a 1x1 back) paired against panels: 128 -> 128 channels
+  // 1.08-1.10x, 64 -> 96 1.05-1.10x, 96 -> 128 1.04-1.11x, 128 -> 192 1.02x, 32 -> 128
+  // 0.98-1.06x. Not for 16 tiles (bands of 8 half-fill the one vector of 16: 48 -> 192
+  // on 13x13 0.74x) nor 25 (10 + 15 tiles, a vector each, against two: 128 -> 128 on
+  // 20x20 0.93x). Nor beyond 4 output channels per tile: the weights every band reads
+  // whole add alpha^2 x IC x OC x (W - 1) / W floats per worker to a panel part's
+  // share, the transforms it saves are alpha^2 x IC x T x (W - 1) / W. F(2x2) on 14x14
+  // (49 tiles): 256 -> 256 (5.2 per tile) 0.98-1.00x, 256 -> 512 (10.4) 0.93-0.96x,
+  // alexnet's three 13x13 layers (5.2-7.8) 0.95x of the model's time; left out with
+  // them, 160 -> 320 (6.5) had gained 1.05x, F(4x4) 128 -> 256 (5.2) 1.05x.
   std::vector<std::pair<int64_t, int64_t>> band_blocks;  // (first tile, tiles)
-  if (banded) {
+  std::vector<double> band_cycles;                         // per band: its blocks' GEMM cycles per k and row panel
+  const bool bandable = ctx.workers > 1 && p.TH >= ctx.workers;
+  if (bandable) {
     const int64_t bands = std::min<int64_t>(ctx.workers, p.TH);
     for (int64_t b = 0; b < bands; ++b) {
       const int64_t end = (b + 1) * p.TH / bands * p.TW;
-      for (int64_t t = b * p.TH / bands * p.TW; t < end; t += p.TB) band_blocks.push_back({t, std::min(p.TB, end - t)});
+      double cycles = 0;
+      for (int64_t t = b * p.TH / bands * p.TW; t < end; t += p.TB) {
+        band_blocks.push_back({t, std::min(p.TB, end - t)});
+        cycles += gemm_columns_cycles(tile, band_blocks.back().second);
+      }
+      band_cycles.push_back(cycles);
     }
   }
+  auto bands_cost_the_gemms_nothing = [&] {
+    if (transposed || band_cycles.empty() || gemm_columns_cycles(tile, 1) == 0 || c.OC > 4 * g.N * p.T) return false;
+    double whole = 0;
+    for (int64_t t = 0; t < p.T; t += p.TB) whole += gemm_columns_cycles(tile, std::min(p.TB, p.T - t));
+    return *std::max_element(band_cycles.begin(), band_cycles.end()) * static_cast<double>(ctx.workers) <= whole;
+  };
+  const bool banded = bandable && (input_outweighs_weights(c) || g.N * p.T >= c.OC || bands_cost_the_gemms_nothing());
+  if (!banded) band_blocks.clear();
   const int64_t blocks = banded ? static_cast<int64_t>(band_blocks.size()) : (p.T + p.TB - 1) / p.TB;
   // (Transposed: over its output channels' column tiles.)
   const int64_t panels = banded || (g.N * blocks >= 4 && ctx.workers <= 1) ? 1

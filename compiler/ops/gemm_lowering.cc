@@ -208,6 +208,19 @@ double tiles_work(int64_t extent, int64_t width) {
   return sum;
 }
 
+double gemm_columns_cycles(const GemmTile& t, int64_t cols) {
+  const std::string isa = tile_isa(t);
+  const int64_t lanes = isa == "avx512" ? 16 : isa == "avx2" ? 8 : 0;
+  if (lanes == 0) return 0;
+  double cycles = 0;
+  for (int64_t at = 0; at < cols; at += t.nr) {
+    const double vectors = static_cast<double>((std::min(t.nr, cols - at) + lanes - 1) / lanes);
+    const double mr = static_cast<double>(t.mr);
+    cycles += std::max(mr * vectors, mr + vectors) / 2;
+  }
+  return cycles;
+}
+
 int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& t) {
   switch (split) {
     case GemmSplit::kColumns: return std::max<int64_t>(1, (N + t.nr - 1) / t.nr);

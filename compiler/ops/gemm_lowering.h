@@ -154,6 +154,13 @@ int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& 
 double tiles_work(int64_t extent, int64_t width);
 // The work of each of those tiles, in order (LoweringContext::wg_weights).
 std::vector<double> tile_weights(int64_t extent, int64_t width);
+// Cycles per k step for one row panel (mr rows) of |t|'s tiles over |cols| columns, on
+// the SIMD tiles (AVX-512, AVX2): each nr-wide tile broadcasts mr values of A, loads
+// the B vectors its columns need and runs mr FMAs per vector, and a core issues two
+// loads and two FMAs a cycle. Where few columns leave the tile's vectors empty, its
+// broadcasts bound it: 4.5 cycles for one AVX-512 vector of 8 x 16, 12 for three. 0
+// for tiles without a vector width (the portable ones): not modelled.
+double gemm_columns_cycles(const GemmTile& t, int64_t cols);
 // The work of each workgroup of a GEMM split along |split|, its tiles repeated for
 // |repeats| GEMMs (images, groups, batches) numbered one after another; empty when
 // the GEMM does not split.

@@ -439,7 +439,8 @@ TEST_P(WorkgroupSplitTest, WinogradConvolutions) {
 // Winograd on several workers: where the input outweighs the weights, or the tiles
 // the output channels, blocks fill one band of whole tile rows per worker and never
 // split over channel panels (so an image of few blocks has few workgroups); where the
-// weights outweigh the input and the channels the tiles, channel panels.
+// weights outweigh the input and the channels the tiles, channel panels, unless bands
+// cost the GEMMs nothing (within 4 channels per tile).
 TEST_P(WorkgroupSplitTest, WinogradBandsForSeveralWorkers) {
   for (uint32_t workers : {2u, 3u}) {
     SplitCase k(930 + workers);
@@ -451,9 +452,16 @@ TEST_P(WorkgroupSplitTest, WinogradBandsForSeveralWorkers) {
     // DenseNet's 128 -> 32 on 14x14: 32 x 9 weights per input channel against 196
     // pixels, but 49 tiles of F(2x2) against 32 output channels: bands of 7 tile rows.
     k.conv({1, 128, 14, 14}, {32, 128, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true);
+    // The weights outweigh the input and the channels the tiles, within 4 per tile: 49
+    // tiles of F(4x4) on 28x28. Two AVX-512 bands (21 and 28 tiles, two vectors each)
+    // cost the GEMMs no more than two panel parts of the whole 48 + 1 tiles; three
+    // bands (14, 14, 21) would, and so would AVX2's 24-wide tiles: channel panels.
+    k.conv({1, 16, 28, 28}, {96, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true, "Relu");
+    // 16 tiles (13x13): bands of 8 would half-fill the one vector of 16: panels.
+    k.conv({1, 16, 13, 13}, {96, 16, 3, 3}, {{"pads", I{1, 1, 1, 1}}}, true);
     SplitCase::Stats s = k.run(passes(true), GetParam(), workers);
-    ASSERT_EQ(s.workgroups.size(), 5u);
-    EXPECT_EQ(s.split, 5);
+    ASSERT_EQ(s.workgroups.size(), 7u);
+    EXPECT_EQ(s.split, 7);
     // 56x56: 196 tiles in 14 rows, in bands of 7 (two workers) or 4 + 5 + 5 rows, each
     // in blocks of at most 48 * 4 tiles; channel panels would make 8 per block.
     EXPECT_GE(s.workgroups[0], workers);
@@ -463,6 +471,10 @@ TEST_P(WorkgroupSplitTest, WinogradBandsForSeveralWorkers) {
     const ops::GemmTile t = tile();  // row panels, or column tiles where the GEMM is transposed
     EXPECT_TRUE(s.workgroups[3] == (64 + t.mr - 1) / t.mr || s.workgroups[3] == (64 + t.nr - 1) / t.nr) << s.workgroups[3];
     EXPECT_EQ(s.workgroups[4], workers) << "one band (of one block) per worker";
+    const int64_t panels = (96 + t.mr - 1) / t.mr;
+    const bool avx512 = ops::tile_isa(t) == "avx512";
+    EXPECT_EQ(s.workgroups[5], avx512 && workers == 2 ? 2 : panels) << ops::tile_isa(t);
+    EXPECT_EQ(s.workgroups[6], panels);
   }
 }
 
