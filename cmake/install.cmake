@@ -27,7 +27,8 @@ install(TARGETS ingot_python LIBRARY DESTINATION ${INGOT_PYTHON_INSTALL_DIR})
 # sources with the consumer's toolchain instead (ingotConfig.cmake).
 file(GLOB INGOT_INSTALL_CORE_FILES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/runtime/core/*.c
      ${CMAKE_SOURCE_DIR}/runtime/core/*.h)
-file(GLOB INGOT_INSTALL_HOSTED_FILES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/runtime/hosted/*.c)
+file(GLOB INGOT_INSTALL_HOSTED_FILES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/runtime/hosted/*.c
+     ${CMAKE_SOURCE_DIR}/runtime/hosted/*.h)
 install(FILES ${INGOT_INSTALL_CORE_FILES} DESTINATION share/ingot/runtime/core)
 install(FILES ${INGOT_INSTALL_HOSTED_FILES} DESTINATION share/ingot/runtime/hosted)
 

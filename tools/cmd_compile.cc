@@ -1,6 +1,4 @@
 // ingot compile MODEL.onnx -o OUT [flags]: fills driver::CompileOptions and compiles.
-#include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -16,6 +14,7 @@
 #include "compiler/ir/error.h"
 #include "ingot/abi.h"
 #include "tools/commands.h"
+#include "tools/host_cores.h"
 #include "tools/tensor_io.h"
 
 namespace ingot::tools {
@@ -99,14 +98,8 @@ driver::InputShapeOverride parse_input_shape(std::string_view text) {
 }
 
 uint32_t parse_workers(std::string_view text) {
-  if (text == "host") {
-    // The cores this process may run on (its affinity mask), else the online count.
-    cpu_set_t set;
-    long n = 0;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
-    if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
-    return static_cast<uint32_t>(std::clamp<long>(n, 1, INGOT_MAX_WORKERS));
-  }
+  // The physical cores this process may run on (tools/host_cores.h says why not threads).
+  if (text == "host") return std::clamp<uint32_t>(host_cores(), 1, INGOT_MAX_WORKERS);
   uint32_t n = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   if (ec != std::errc() || end != text.data() + text.size() || n < 1 || n > INGOT_MAX_WORKERS) {
@@ -165,7 +158,7 @@ CommandFn add_compile_command(CLI::App& app) {
                   "C compiler used to build the kernels (default: cc; arm-none-eabi-gcc for cortex-m targets)")
       ->type_name("PATH");
   cmd->add_option("--workers", args->workers,
-                  "Step lists (threads or cores) to plan for: a count, or 'host' for this machine's cores; "
+                  "Step lists (threads or cores) to plan for: a count, or 'host' for the physical cores this process may use (not hardware threads); "
                   "large dispatches are split over them, the plan stays on one when that does not pay")
       ->type_name("N|host")
       ->capture_default_str();

@@ -6,8 +6,10 @@
  * bounded time, then sleeps on a futex; between runs worker threads sleep, so an idle
  * context costs no CPU. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,6 +22,7 @@
 #include "ingot/hosted.h"
 #define INGOT_PLAN_COPY(dst, src, n) memcpy((dst), (src), (n))
 #include "../core/plan_walk_impl.h"
+#include "cpu_order.h"
 
 /* How long a waiting thread spins before it sleeps. Within a run (a sync point, the
  * caller waiting for the others to finish): 2 ms, past the skew of almost any split
@@ -135,37 +138,74 @@ static void* ingot_worker_thread_(void* raw) {
   }
 }
 
-/* Pins worker thread |index| (1..) to one of the CPUs this process may use, skipping
- * the CPU the creating thread runs on (thread 0 is the caller, which stays unpinned:
- * its CPU is left to it, so the two never share a core while others are free).
+#if defined(__linux__) && defined(_GNU_SOURCE)
+/* The core |cpu| belongs to, as one number (its package and core id in sysfs); where
+ * those cannot be read, a number of its own (-2 - cpu), as if it were a core alone. */
+static long ingot_core_of_(int cpu) {
+  static const char* const names[2] = {"physical_package_id", "core_id"};
+  long ids[2];
+  for (int k = 0; k < 2; ++k) {
+    char path[96];
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/%s", cpu, names[k]);
+    FILE* f = fopen(path, "r");
+    if (f == NULL) return -2L - cpu;
+    const int read = fscanf(f, "%ld", &ids[k]) == 1;
+    fclose(f);
+    if (!read || ids[k] < 0 || ids[k] >= (1L << 20)) return -2L - cpu;
+  }
+  return ids[0] * (1L << 20) + ids[1];
+}
+#endif
+
+/* Chooses the CPU of each worker thread 1.. (cpu_of[t]; -1: left unpinned) among the
+ * CPUs this process may use, skipping the CPU the creating thread runs on (thread 0 is
+ * the caller, which stays unpinned: its CPU is left to it), one CPU per core before a
+ * core's second hardware thread (cpu_order.h), the caller's core counting as taken.
  * Only while the process has more CPUs than the context has threads: with none to
  * spare, a pinned worker cannot leave a CPU that something else (the kernel, another
  * process, the unpinned caller) is using, and waits out its time slice; unpinned, the
  * scheduler moves it (with the 2 ms spin, p99/median over 150-400 runs: vgg11_bn
  * 1.36-1.37 pinned, 1.32-1.33 not; resnet50 1.49-1.61, 1.13-1.29; googlenet 1.30-1.33,
- * 1.21-1.27). */
-static void ingot_pin_thread_(pthread_t tid, uint32_t index, uint32_t threads) {
+ * 1.21-1.27). Reads the topology once per context, not per run. */
+static void ingot_choose_worker_cpus_(uint32_t threads, int* cpu_of) {
+  for (uint32_t t = 0; t < threads; ++t) cpu_of[t] = -1;
 #if defined(__linux__) && defined(_GNU_SOURCE)
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  if (CPU_COUNT(&allowed) <= (int)threads) return;
+  const int allowed_count = CPU_COUNT(&allowed);
+  if (allowed_count <= (int)threads) return;
   const int caller = sched_getcpu();
-  if (caller >= 0 && caller < CPU_SETSIZE && CPU_COUNT(&allowed) > 1) CPU_CLR(caller, &allowed);
-  const int count = CPU_COUNT(&allowed);
-  if (count < 1) return;
-  int want = (int)((index - 1u) % (uint32_t)count), seen = -1;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed) || ++seen != want) continue;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    (void)pthread_setaffinity_np(tid, sizeof(one), &one);
-    return;
+  int* cpus = (int*)malloc(2u * CPU_SETSIZE * sizeof(int));
+  long* core_of = (long*)malloc(CPU_SETSIZE * sizeof(long));
+  if (cpus != NULL && core_of != NULL) {
+    int* order = cpus + CPU_SETSIZE;
+    int n = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (!CPU_ISSET(cpu, &allowed) || (cpu == caller && allowed_count > 1)) continue;
+      cpus[n] = cpu;
+      core_of[n++] = ingot_core_of_(cpu);
+    }
+    if (n > 0) {
+      /* An unknown caller CPU takes no core: LONG_MIN is no core's number. */
+      ingot_order_cpus_by_core(cpus, core_of, n, caller >= 0 ? ingot_core_of_(caller) : LONG_MIN, order);
+      for (uint32_t t = 1; t < threads; ++t) cpu_of[t] = order[(t - 1u) % (uint32_t)n];
+    }
   }
+  free(cpus);
+  free(core_of);
+#endif
+}
+
+static void ingot_pin_thread_(pthread_t tid, int cpu) {
+#if defined(__linux__) && defined(_GNU_SOURCE)
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  (void)pthread_setaffinity_np(tid, sizeof(one), &one);
 #else
   (void)tid;
-  (void)index;
-  (void)threads;
+  (void)cpu;
 #endif
 }
 
@@ -201,6 +241,8 @@ ingot_status_t ingot_hosted_context_create(const ingot_module_t* module, uint32_
       ingot_hosted_context_destroy(c);
       return INGOT_OUT_OF_RANGE;
     }
+    int cpu_of[INGOT_MAX_WORKERS];
+    ingot_choose_worker_cpus_(threads, cpu_of);
     for (uint32_t t = 1; t < threads; ++t) {
       ingot_thread_arg_t* arg = (ingot_thread_arg_t*)malloc(sizeof(*arg));
       if (arg != NULL) {
@@ -213,7 +255,7 @@ ingot_status_t ingot_hosted_context_create(const ingot_module_t* module, uint32_
         return INGOT_OUT_OF_RANGE;
       }
       c->started = t;
-      ingot_pin_thread_(c->tids[t], t, threads);
+      ingot_pin_thread_(c->tids[t], cpu_of[t]);
     }
   }
   *out_context = c;
