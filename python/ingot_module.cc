@@ -454,11 +454,26 @@ std::string input_shape_text(const std::string& name, const py::handle& dims) {
   return name + ":" + text;
 }
 
-py::object compile(const py::object& model, const std::string& target, int workers, const std::string& output_format,
+py::object compile(const py::object& model, const std::string& target, const py::object& workers,
+                   const std::string& output_format,
                    const py::object& output, const std::string& weights, const py::object& opt, bool strip,
                    const py::object& input_shapes, const py::object& dump_after, bool time_passes,
                    const std::optional<std::string>& cc, bool keep_temps) {
-  if (workers < 1) raise_value_error(fmt::format("ingot.compile: workers must be at least 1, got {}", workers));
+  // A count, or 'host' (the physical cores this process may use), as --workers takes.
+  std::string workers_text;
+  if (py::isinstance<py::str>(workers)) {
+    workers_text = py::str(workers);
+    if (workers_text != "host")
+      raise_value_error(fmt::format("ingot.compile: workers must be a count or 'host', got '{}'", workers_text));
+  } else if (py::isinstance<py::int_>(workers) && !py::isinstance<py::bool_>(workers)) {
+    // As text, so that a count past the range gets the CLI's message (any size of int).
+    workers_text = py::str(workers);
+    if (workers.attr("__lt__")(py::int_(1)).cast<bool>())
+      raise_value_error(fmt::format("ingot.compile: workers must be at least 1, got {}", workers_text));
+  } else {
+    throw py::type_error(fmt::format("ingot.compile: workers must be an int or 'host', got {}",
+                                     std::string(py::str(py::type::of(workers).attr("__name__")))));
+  }
   const bool to_bytes = output.is_none();
   if (to_bytes && output_format != "module") {
     raise_value_error(fmt::format("ingot.compile: output_format='{}' writes files; give output=PATH", output_format));
@@ -506,7 +521,7 @@ py::object compile(const py::object& model, const std::string& target, int worke
     args.cc = cc.value_or("");
     args.keep_temps = keep_temps;
 
-    args.workers = std::to_string(workers);
+    args.workers = workers_text;
     driver::CompileOptions options = tools::compile_options(args);
     std::string bytes;
     {
@@ -603,5 +618,6 @@ PYBIND11_MODULE(ingot, m) {
         py::arg("cc") = py::none(), py::arg("keep_temps") = false,
         "Compiles an ONNX model (a path or an onnx.ModelProto) as `ingot compile` does. Without output=,\n"
         "returns the module's bytes (output_format='module' only); with output=PATH, writes the artifact\n"
-        "there and returns PATH. Raises ingot.CompileError with the CLI's one-line message.");
+        "there and returns PATH. workers: a count, or 'host' for the physical cores this process may use.\n"
+        "Raises ingot.CompileError with the CLI's one-line message.");
 }

@@ -220,8 +220,14 @@ def test_compile_argument_errors(models, tmp_path):
         ingot.compile("/nonexistent/m.onnx")
     with pytest.raises(ingot.CompileError, match="--workers '99'"):
         ingot.compile(mlp, workers=99)
+    with pytest.raises(ingot.CompileError, match="--workers '100000000000000000000'"):
+        ingot.compile(mlp, workers=10**20)
     with pytest.raises(ValueError, match="workers must be at least 1"):
         ingot.compile(mlp, workers=0)
+    with pytest.raises(ValueError, match="workers must be a count or 'host', got 'all'"):
+        ingot.compile(mlp, workers="all")
+    with pytest.raises(TypeError, match="workers must be an int or 'host', got float"):
+        ingot.compile(mlp, workers=2.0)
     with pytest.raises(ValueError, match="output_format='c' writes files; give output=PATH"):
         ingot.compile(mlp, output_format="c")
     with pytest.raises(ValueError, match="weights='external' writes a file beside the module"):
@@ -482,6 +488,9 @@ def test_workers_give_the_same_bits(tmp_path):
     one = ingot.load(ingot.compile(path, workers=1))
     two = ingot.load(ingot.compile(path, workers=2))
     assert one.workers == 1 and two.workers == 2
+    # 'host': one worker per core this process may use (this convolution splits on any).
+    host = ingot.load(ingot.compile(path, workers="host"))
+    assert 1 <= host.workers <= len(os.sched_getaffinity(0))
     a = one(x.numpy())[0]
     for _ in range(3):
         b = two(x.numpy())[0]
