@@ -1,7 +1,7 @@
 # ingot_add_model: compile an ONNX model at build time into a library target.
 #
 #   ingot_add_model(<name> MODEL <model.onnx> FORMAT c|static-lib|module
-#                   [TARGET <target>] [WORKERS <n>] [WEIGHTS embed|external]
+#                   [TARGET <target>] [WORKERS <n>|host] [WEIGHTS embed|external]
 #                   [OPTIONS <ingot compile flags>...])
 #
 # Runs `ingot compile <model> -o <dir>/<name>.<ext> --target=<target>
@@ -22,7 +22,8 @@
 # its macros use the name in upper case (<NAME>_ARENA_SIZE, ...); characters that cannot
 # appear in a C identifier become '_'. TARGET defaults to host; WEIGHTS to embed (with
 # external, the weights file lies beside the artifact; its path is the target's
-# INGOT_WEIGHTS_FILE property). WORKERS passes --workers only when given. OPTIONS go to
+# INGOT_WEIGHTS_FILE property). WORKERS passes --workers only when given (host: the
+# building machine's physical cores). OPTIONS go to
 # `ingot compile` as they are (-Os, --strip, --input-shape=x:1x3x32x32, --cc=PATH, ...).
 # The target's INGOT_ARTIFACT property holds the path of the .c, .a or .ingot file.
 if(CMAKE_VERSION VERSION_LESS 3.20)
@@ -53,8 +54,8 @@ function(ingot_add_model name)
   if(NOT ARG_WEIGHTS MATCHES "^(embed|external)$")
     message(FATAL_ERROR "ingot_add_model(${name}): WEIGHTS must be embed or external, got '${ARG_WEIGHTS}'")
   endif()
-  if(DEFINED ARG_WORKERS AND NOT ARG_WORKERS MATCHES "^[1-9][0-9]*$")
-    message(FATAL_ERROR "ingot_add_model(${name}): WORKERS must be a positive integer, got '${ARG_WORKERS}'")
+  if(DEFINED ARG_WORKERS AND NOT ARG_WORKERS MATCHES "^([1-9][0-9]*|host)$")
+    message(FATAL_ERROR "ingot_add_model(${name}): WORKERS must be a positive integer or host, got '${ARG_WORKERS}'")
   endif()
   if(NOT TARGET ingot::ingot)
     message(FATAL_ERROR "ingot_add_model(${name}): ingot::ingot is not defined; call find_package(ingot) first")
