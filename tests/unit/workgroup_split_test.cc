@@ -578,6 +578,38 @@ TEST_P(WorkgroupSplitTest, PoolBandsForSeveralWorkers) {
   }
 }
 
+// Concat along channels of large planes on several workers: a band of rows across every
+// plane per worker, as pools and convolutions of large planes split, with the fused
+// epilogue applied by the band (per channel, and per element). Planes of fewer than 8
+// rows per worker, other axes, and epilogues broadcast along rows keep flat chunks.
+TEST_P(WorkgroupSplitTest, ConcatBandsForSeveralWorkers) {
+  for (uint32_t workers : {2u, 3u}) {
+    SCOPED_TRACE(workers);
+    SplitCase k(1200 + workers);
+    Node* c = k.inner("Concat", {k.input({1, 24, 56, 56}), k.input({1, 8, 56, 56}), k.input({1, 16, 56, 56})},
+                      {{"axis", int64_t{1}}});
+    Node* m = k.inner("Mul", {c->outputs[0], k.weight({48, 1, 1})});
+    Node* a = k.inner("Add", {m->outputs[0], k.weight({48, 1, 1})});
+    k.output(k.inner("Relu", {a->outputs[0]})->outputs[0], true);
+    Node* c2 = k.inner("Concat", {k.input({2, 5, 40, 33}), k.input({2, 3, 40, 33})}, {{"axis", int64_t{1}}});
+    k.output(k.inner("Add", {c2->outputs[0], k.input({2, 8, 40, 33})})->outputs[0], true);
+    k.output(k.inner("Concat", {k.input({1, 64, 12, 12}), k.input({1, 64, 12, 12})}, {{"axis", int64_t{1}}})->outputs[0],
+             true);  // 12 rows: chunks
+    k.output(k.inner("Concat", {k.input({1, 8, 40, 40}), k.input({1, 8, 40, 40})}, {{"axis", int64_t{2}}})->outputs[0],
+             true);  // along rows: chunks
+    Node* c3 = k.inner("Concat", {k.input({1, 6, 40, 40}), k.input({1, 2, 40, 40})}, {{"axis", int64_t{1}}});
+    k.output(k.inner("Mul", {c3->outputs[0], k.weight({40, 1})})->outputs[0], true);  // per column: chunks
+    SplitCase::Stats s = k.run(passes(false), GetParam(), workers);
+    ASSERT_EQ(s.workgroups.size(), 5u);
+    EXPECT_EQ(s.split, 5);
+    EXPECT_EQ(s.workgroups[0], workers);
+    EXPECT_EQ(s.workgroups[1], workers);
+    EXPECT_EQ(s.workgroups[2], 5);  // 18432 elements in chunks of 4096
+    EXPECT_EQ(s.workgroups[3], 7);  // 25600
+    EXPECT_GT(s.workgroups[4], 3);
+  }
+}
+
 // Pools (the plane kernels, the small-plane max pool, the generic nest with Indices),
 // global pools, elementwise ops (flat chunks and broadcast row blocks), Gelu,
 // BatchNorm with run-time parameters, Softmax / LogSoftmax / Hardmax over rows,
