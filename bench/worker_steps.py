@@ -127,6 +127,12 @@ def main():
                         continue  # SIGNAL and WAIT entries
                     samples[kind][s["step"]].append(s["us"])
                     info[(kind, s["step"])] = s
+        # The end-to-end ratio paired in one process (the two plans in turns of 5 calls):
+        # separate runs can land in different minutes of a noisy host.
+        run = subprocess.run([args.ingot, "bench", many, "--against", one, "--iterations", str(args.iterations),
+                              "--calls-per-turn", "5"] + input_flag, capture_output=True, text=True)
+        paired = re.search(r"B/A: median of \d+ turns ([0-9.]+)", run.stdout + run.stderr)
+        paired_ratio = float(paired.group(1)) if run.returncode == 0 and paired else None
 
     med = {k: {s: statistics.median(v) for s, v in d.items()} for k, d in samples.items()}
     # Whole steps of the one-worker plan and parts of the N-worker plan, by node label.
@@ -151,8 +157,9 @@ def main():
     where = (f"; the first two CPUs' cache-line round trip {' and '.join(f'{d} ns' for d in distances)} before and after"
              if len(distances) == 2 else "")
     print(f"{os.path.basename(args.model)}: {n} workers, {args.rounds} round{'s' if args.rounds != 1 else ''} of {args.iterations} calls{where}")
-    print(f"  one worker: {wall_1:.1f} us median; {n} workers on {n} threads: {wall_n:.1f} us "
-          f"({wall_1 / wall_n:.2f}x, ideal {n}x)")
+    paired_text = f"{paired_ratio:.2f}x paired in one process" if paired_ratio else "no paired figure"
+    print(f"  {n} workers against one: {paired_text} (ideal {n}x); medians of the separate runs: one worker "
+          f"{wall_1:.1f} us, {n} workers on {n} threads {wall_n:.1f} us")
     print(f"  step times summed: one-worker plan {t_whole:.1f} us; {n}-worker plan's parts on one thread "
           f"{t_parts1:.1f} us (partition {100 * (t_parts1 / t_whole - 1):+.1f}%), on {n} threads {t_partsN:.1f} us "
           f"(concurrency {100 * (t_partsN / t_parts1 - 1):+.1f}%)")
@@ -191,7 +198,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": args.model, "workers": n, "rounds": args.rounds, "one_worker_median_us": wall_1,
-                       "n_workers_median_us": wall_n, "whole_steps_us": t_whole, "parts_one_thread_us": t_parts1,
+                       "n_workers_median_us": wall_n, "paired_speedup": paired_ratio, "whole_steps_us": t_whole, "parts_one_thread_us": t_parts1,
                        "parts_n_threads_us": t_partsN, "per_worker_us": per_worker, "steps": rows}, f, indent=1)
 
 
