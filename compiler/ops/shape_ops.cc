@@ -454,7 +454,6 @@ std::string lower_concat(LoweringContext& ctx) {
           "        const int64_t o = n * {C} + {channel} + c;\n"
           "        const {ct}* src = {in} + (n * {ci} + c) * {HW};\n"
           "        {ct}* dst = {out} + o * {HW};\n"
-          "        (void)o;\n"
           "        for (int64_t i = i0; i < i1; ++i) {{\n"
           "          {vt} v = src[i];\n{ep}"
           "          dst[i] = v;\n"

@@ -10,7 +10,8 @@
 /* Orders the |n| candidate CPUs |cpus| (ascending) into |out|: first, in CPU order,
  * each CPU whose core no earlier pick and not the caller's core (|caller_core|) has;
  * then the others in CPU order. core_of[i] names the core of cpus[i] (any value that
- * is equal for the threads of one core and differs between cores). */
+ * is equal for the threads of one core and differs between cores; workers.c uses the
+ * core's first hardware thread). */
 static inline void ingot_order_cpus_by_core(const int* cpus, const long* core_of, int n, long caller_core, int* out) {
   int count = 0;
   for (int i = 0; i < n; ++i) {

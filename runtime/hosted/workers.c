@@ -139,21 +139,18 @@ static void* ingot_worker_thread_(void* raw) {
 }
 
 #if defined(__linux__) && defined(_GNU_SOURCE)
-/* The core |cpu| belongs to, as one number (its package and core id in sysfs); where
- * those cannot be read, a number of its own (-2 - cpu), as if it were a core alone. */
+/* The core |cpu| belongs to, named by the first CPU of its hardware threads (sysfs
+ * thread_siblings_list, "0,8" or "0-1": the list tools/host_cores.cc counts cores by);
+ * where that cannot be read, a number of its own (-2 - cpu), as if it were a core alone. */
 static long ingot_core_of_(int cpu) {
-  static const char* const names[2] = {"physical_package_id", "core_id"};
-  long ids[2];
-  for (int k = 0; k < 2; ++k) {
-    char path[96];
-    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/%s", cpu, names[k]);
-    FILE* f = fopen(path, "r");
-    if (f == NULL) return -2L - cpu;
-    const int read = fscanf(f, "%ld", &ids[k]) == 1;
-    fclose(f);
-    if (!read || ids[k] < 0 || ids[k] >= (1L << 20)) return -2L - cpu;
-  }
-  return ids[0] * (1L << 20) + ids[1];
+  char path[96];
+  snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return -2L - cpu;
+  long first = -1;
+  const int read = fscanf(f, "%ld", &first) == 1;
+  fclose(f);
+  return read && first >= 0 && first < CPU_SETSIZE ? first : -2L - cpu;
 }
 #endif
 
