@@ -20,6 +20,12 @@ between the one-worker time T1 and the ideal T1 / N into:
   sync        the rest: the measured N-thread median against the busiest worker's step
               time (waits, hand-offs, what observing each step adds).
 
+Beside those rounds it measures what the host allows: the one-worker plan pinned to
+each of the first N CPUs, alone and as N copies at once (one per CPU, sharing nothing).
+A plan of equal parts can at best go as fast as the slowest CPU under that load lets it
+(N x the one-worker time over that CPU's); parts sized to each CPU's speed, the sum of
+the speeds. Where the measured ratio is near that ceiling, the rest is the host's.
+
 Then lists the steps whose parts grow most when they run at once, and the same by
 kernel family. Steps are matched by label (the ONNX nodes a step covers), so the two
 plans may use different strategies for a node. Per-step times carry the observer's own
@@ -114,6 +120,34 @@ def main():
                 cmd += ["--threads", str(threads)]
             return run_json(cmd)
 
+        # The host: the one-worker plan pinned to each of the first N CPUs, alone and as
+        # N copies at once (one per CPU). Nothing is shared between the copies, so what
+        # they lose at once is the host's (a CPU slower under load, caches and memory
+        # shared with neighbours), not the partition's.
+        cpus = sorted(os.sched_getaffinity(0))[:args.workers] if hasattr(os, "sched_getaffinity") else []
+        host = {"alone": collections.defaultdict(list), "together": collections.defaultdict(list)}
+
+        def pinned(cpu):
+            cmd = [args.ingot, "bench", one, "--json", "--iterations", str(args.iterations)] + input_flag
+            return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+
+        def median_of(proc):
+            out, err = proc.communicate()
+            if proc.returncode != 0:
+                lines = (err or out).strip().splitlines()
+                fail(f"'ingot bench' pinned to one CPU failed: {lines[-1] if lines else proc.returncode}")
+            return json.loads(out)["median"]
+
+        def host_round():
+            if len(cpus) < args.workers:
+                return
+            for cpu in cpus:
+                host["alone"][cpu].append(median_of(pinned(cpu)))
+            procs = [(cpu, pinned(cpu)) for cpu in cpus]
+            for cpu, proc in procs:
+                host["together"][cpu].append(median_of(proc))
+
         kinds = (("whole", one, 0), ("parts1", many, 1), ("partsN", many, 0))
         samples = {k: collections.defaultdict(list) for k, _, _ in kinds}
         medians = collections.defaultdict(list)
@@ -127,6 +161,7 @@ def main():
                         continue  # SIGNAL and WAIT entries
                     samples[kind][s["step"]].append(s["us"])
                     info[(kind, s["step"])] = s
+            host_round()
         # The end-to-end ratio paired in one process (the two plans in turns of 5 calls):
         # separate runs can land in different minutes of a noisy host.
         run = subprocess.run([args.ingot, "bench", many, "--against", one, "--iterations", str(args.iterations),
@@ -168,6 +203,24 @@ def main():
           f"the {n}-thread median less the busiest worker's observed steps (sync, hand-offs; negative where "
           f"observing the steps cost more): {wall_n - busiest:+.1f} us")
 
+    # What the host allows: a plan whose parts are equal can at best run as fast as its
+    # slowest CPU under load lets it; one whose parts followed each CPU's speed, the sum.
+    host_ceiling = None
+    if host["together"]:
+        alone = {c: statistics.median(v) for c, v in host["alone"].items()}
+        together = {c: statistics.median(v) for c, v in host["together"].items()}
+        reference = statistics.median(sum(host["alone"].values(), []))
+        speeds = {c: reference / together[c] for c in cpus}
+        host_ceiling = {"cpus": cpus, "alone_us": alone, "together_us": together,
+                        "equal_parts": n * min(speeds.values()), "parts_by_speed": sum(speeds.values())}
+        print(f"  the host: the one-worker plan pinned to CPU {', '.join(map(str, cpus))}: alone "
+              f"{', '.join(f'{alone[c]:.0f}' for c in cpus)} us, {n} copies at once "
+              f"{', '.join(f'{together[c]:.0f}' for c in cpus)} us; so {n} workers can reach at most "
+              f"{host_ceiling['equal_parts']:.2f}x with equal parts, {host_ceiling['parts_by_speed']:.2f}x with "
+              f"parts sized to each CPU's speed under load")
+    else:
+        print(f"  the host: fewer than {n} CPUs to pin to; no ceiling measured")
+
     # Partition overhead by node: a node's parts on one thread against its whole step.
     parts_by_label = collections.defaultdict(float)
     for r in rows:
@@ -199,7 +252,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"model": args.model, "workers": n, "rounds": args.rounds, "one_worker_median_us": wall_1,
                        "n_workers_median_us": wall_n, "paired_speedup": paired_ratio, "whole_steps_us": t_whole, "parts_one_thread_us": t_parts1,
-                       "parts_n_threads_us": t_partsN, "per_worker_us": per_worker, "steps": rows}, f, indent=1)
+                       "parts_n_threads_us": t_partsN, "per_worker_us": per_worker, "host": host_ceiling, "steps": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
