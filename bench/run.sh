@@ -24,7 +24,10 @@
 #                 sweep 0.25, quick 0.15)
 #   --peak        use this single-core peak in GFLOP/s instead of measuring it
 #   --threads     thread counts (default 1,2): ingot compiled with --workers=N next to ORT with
-#                 N intra-op threads; the table gains N-thread columns and speed-ups
+#                 N intra-op threads; the table gains N-thread columns and speed-ups, and
+#                 beside ingot's speed-up the host's ceiling: N copies of the one-worker
+#                 plan pinned one per CPU, at once, each round
+#   --no-host-ceiling  skip that ceiling (a round then takes one engine-budget less)
 #   sweep only: --only / --category select cases, --jobs parallel compiles (default 2),
 #   --compile-timeout seconds per compile (default 120)
 #
@@ -48,7 +51,7 @@ while [ $# -gt 0 ]; do
     --zoo) MODE=zoo; shift ;;
     --random) MODE=random; shift ;;
     --sweep) MODE=sweep; shift ;;
-    --quick) ARGS+=("$1"); shift ;;
+    --quick|--no-host-ceiling) ARGS+=("$1"); shift ;;
     --models|--rounds|--iterations|--budget|--only|--category|--jobs|--compile-timeout|--threads)
       [ $# -ge 2 ] || { echo "bench/run.sh: $1 needs a value" >&2; exit 2; }
       ARGS+=("$1" "$2"); shift 2 ;;

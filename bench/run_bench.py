@@ -134,6 +134,26 @@ def ingot_bench(module, inp, iterations, warmup):
     return {k: r[k] for k in ("min", "median", "p90", "p99", "max", "mean", "stddev")}
 
 
+def ingot_copies_at_once(module, inp, iterations, warmup, cpus):
+    """Medians of one copy of |module| per CPU in |cpus|, each pinned there, all at
+    once. The copies share no data: what they lose against one alone is the host's."""
+    cmd = [INGOT, "bench", module, "--input=@" + inp, f"--iterations={iterations}", f"--warmup={warmup}", "--json"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu})) for cpu in cpus]
+    medians = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=PROC_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise EngineError("pinned copy timed out")
+        if proc.returncode != 0:
+            raise EngineError("pinned copy failed: " + first_line(err))
+        medians.append(json.loads(out)["median"])
+    return medians
+
+
 def ort_bench(model, inp, iterations, warmup, output=None, threads=1):
     cmd = ["node", ORT_JS, "--model", model, "--input", inp, "--threads", str(threads),
            "--iterations", str(iterations), "--warmup", str(warmup)]
@@ -281,6 +301,10 @@ def measure_model(name, args, manifest, models_dir=MODELS_DIR):
     engines = [engine_key(e, n) for n in args.thread_counts for e in ("ingot", "ort") if engine_key(e, n) in est]
     plan = {e: sizes(est[e], args) for e in engines}
     rounds = {e: [] for e in engines}
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    host_counts = [n for n in args.thread_counts[1:] if n in modules and 1 in modules and "ingot" in plan
+                   and len(cpus) >= n] if args.host_ceiling else []
+    host_rounds = {n: [] for n in host_counts}
     for r in range(args.rounds):
         order = engines if r % 2 == 0 else engines[::-1]   # alternate which engine goes first
         for e in order:
@@ -312,11 +336,24 @@ def measure_model(name, args, manifest, models_dir=MODELS_DIR):
             # Re-size from this round's mean, which includes the time lost to preemption
             # on a busy machine, so that a round keeps to about the budget.
             plan[e] = sizes(stats["mean"], args)
+        # The host's ceiling for n workers this round: n copies of the one-worker plan,
+        # one pinned per CPU, at once (bench/README.md, "Reading the table").
+        for threads in host_counts:
+            n, w = plan["ingot"]
+            try:
+                host_rounds[threads].append(max(ingot_copies_at_once(modules[1], inp, n, w, cpus[:threads])))
+            except EngineError as err:
+                res["errors"].append(f"host ceiling ({threads} copies) round {r + 1}: {err}")
+                log(f"[{name}] host ceiling ({threads} copies) round {r + 1}: {err}")
     res["iterations"] = {e: statistics.median_low([x["iterations"] for x in rounds[e]])
                          for e in engines if rounds[e]}
     res["rounds"] = rounds
     for e in engines:
         res[e] = aggregate(rounds.get(e))
+    for n, slowest in host_rounds.items():
+        if slowest and res.get("ingot"):
+            res[f"host_ceiling_t{n}"] = n * res["ingot"]["median"] / statistics.median(slowest)
+            res[f"host_slowest_copy_t{n}"] = slowest
     for n in one_worker:
         if res.get("ingot"):
             res[engine_key("ingot", n)] = dict(res["ingot"], one_worker_plan=True)
@@ -380,6 +417,13 @@ def derive(results, peak, ratio_models=RATIO_MODELS):
         sp = [by[m][f"ingot_speedup_t{n}"] for m in ratio_models if m in by and f"ingot_speedup_t{n}" in by[m]]
         multi[str(n)] = {"geomean_ratio": gm(rs), "worst_ratio": max(rs) if rs else None,
                          "geomean_ingot_speedup": gm(sp), "models": len(rs)}
+        # The same models' speed-ups and the host's ceilings, where both were measured.
+        with_ceiling = [m for m in ratio_models if m in by and f"ingot_speedup_t{n}" in by[m]
+                        and f"host_ceiling_t{n}" in by[m]]
+        if with_ceiling:
+            multi[str(n)]["geomean_host_ceiling"] = gm([by[m][f"host_ceiling_t{n}"] for m in with_ceiling])
+            multi[str(n)]["geomean_ingot_speedup_with_ceiling"] = gm([by[m][f"ingot_speedup_t{n}"] for m in with_ceiling])
+            multi[str(n)]["models_with_ceiling"] = len(with_ceiling)
         for mode in ("near", "far"):
             for key in (f"ingot_speedup_t{n}_{mode}", f"ort_speedup_t{n}_{mode}", f"ratio_t{n}_{mode}"):
                 xs = [by[m][key] for m in ratio_models if m in by and key in by[m]]
@@ -429,8 +473,8 @@ def columns(counts):
     same machine noise reaches both: ORT's tail says how much of ingot's is the machine's)."""
     cols = list(COLUMNS)
     for n in counts[1:]:
-        cols += [f"ingot {n}w med", f"ORT {n}t med", f"ratio {n}", f"ingot {n}w/1w ×", f"ORT {n}t/1t ×",
-                 f"ingot {n}w p99/med", f"ORT {n}t p99/med"]
+        cols += [f"ingot {n}w med", f"ORT {n}t med", f"ratio {n}", f"ingot {n}w/1w ×", f"host {n}× ceiling",
+                 f"ORT {n}t/1t ×", f"ingot {n}w p99/med", f"ORT {n}t p99/med"]
     return cols
 
 
@@ -447,7 +491,8 @@ def row(r, counts=(1,)):
         i_n, o_n = r.get(f"ingot{n}") or {}, r.get(f"ort{n}") or {}
         same = " (1 worker)" if i_n.get("one_worker_plan") else ""   # the one-worker plan's figures
         cells += [us(i_n.get("median")) + same, us(o_n.get("median")), num(r.get(f"ratio_t{n}"), ".2f"),
-                  num(r.get(f"ingot_speedup_t{n}"), ".2f"), num(r.get(f"ort_speedup_t{n}"), ".2f"),
+                  num(r.get(f"ingot_speedup_t{n}"), ".2f"), num(r.get(f"host_ceiling_t{n}"), ".2f"),
+                  num(r.get(f"ort_speedup_t{n}"), ".2f"),
                   num(r.get(f"ingot_p99_over_median_t{n}"), ".2f"), num(r.get(f"ort_p99_over_median_t{n}"), ".2f")]
     return cells
 
@@ -484,6 +529,12 @@ def summary_lines(summary, peak, rounds, by):
                          f"**{t['geomean_ratio']:.2f}** (worst {t['worst_ratio']:.2f}) over {t['models']} models; "
                          f"ingot {n} workers over 1 worker: geometric mean speed-up "
                          f"{num(t['geomean_ingot_speedup'], '.2f')}×.")
+        if t.get("models_with_ceiling"):
+            lines.append(f"The host's ceiling for {n} workers ({n} copies of the one-worker plan pinned one per CPU, "
+                         f"at once, each round): geometric mean {t['geomean_host_ceiling']:.2f}× over the "
+                         f"{t['models_with_ceiling']} model{'s' if t['models_with_ceiling'] != 1 else ''} "
+                         f"measured, where ingot's {n}w/1w was "
+                         f"{t['geomean_ingot_speedup_with_ceiling']:.2f}×.")
     lines.append(f"Per-call overhead (`null` model, one Relu on 16 floats), median: ingot "
                  f"{us(summary['ingot_null_median_us'])} µs; ORT {us(summary['ort_null_median_us'])} µs "
                  f"(the floor subtracted above).")
@@ -613,6 +664,8 @@ def main():
     ap.add_argument("--threads", default="1,2",
                     help="thread counts: ingot compiled for N workers and ORT with N intra-op threads "
                          "(the first must be 1)")
+    ap.add_argument("--no-host-ceiling", dest="host_ceiling", action="store_false",
+                    help="skip the host's ceiling (copies of the one-worker plan pinned one per CPU, at once)")
     ap.add_argument("--command", default="bench/run.sh")
     ap.add_argument("--check-args", action="store_true", help="validate the arguments, print the models to measure and exit")
     args = ap.parse_args()
