@@ -141,16 +141,20 @@ def ingot_copies_at_once(module, inp, iterations, warmup, cpus):
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu})) for cpu in cpus]
     medians = []
-    for proc in procs:
-        try:
-            out, err = proc.communicate(timeout=PROC_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise EngineError("pinned copy timed out")
-        if proc.returncode != 0:
-            raise EngineError("pinned copy failed: " + first_line(err))
-        medians.append(json.loads(out)["median"])
+    try:
+        for proc in procs:
+            try:
+                out, err = proc.communicate(timeout=PROC_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise EngineError("pinned copy timed out")
+            if proc.returncode != 0:
+                raise EngineError("pinned copy failed: " + first_line(err))
+            medians.append(json.loads(out)["median"])
+    finally:
+        for proc in procs:   # a copy left running would disturb every later round
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     return medians
 
 
