@@ -217,7 +217,9 @@ def main():
               f"{', '.join(f'{alone[c]:.0f}' for c in cpus)} us, {n} copies at once "
               f"{', '.join(f'{together[c]:.0f}' for c in cpus)} us; so {n} workers can reach at most "
               f"{host_ceiling['equal_parts']:.2f}x with equal parts, {host_ceiling['parts_by_speed']:.2f}x with "
-              f"parts sized to each CPU's speed under load")
+              f"parts sized to each CPU's speed under load"
+              + (f"; the paired ratio is {paired_ratio / host_ceiling['equal_parts']:.0%} of the first"
+                 if paired_ratio else ""))
     else:
         print(f"  the host: fewer than {n} CPUs to pin to; no ceiling measured")
 
