@@ -134,6 +134,30 @@ def ingot_bench(module, inp, iterations, warmup):
     return {k: r[k] for k in ("min", "median", "p90", "p99", "max", "mean", "stddev")}
 
 
+def cpus_one_per_core(allowed=None, sysfs="/sys/devices/system/cpu"):
+    """The CPUs this process may use, one of each core first (the first CPU of its sysfs
+    thread_siblings_list), then the cores' second hardware threads: the order in which
+    `--workers=host` counts cores and the hosted runtime pins workers. Pinned to the
+    first two CPUs by number, two copies share one core where Linux numbers a core's
+    threads side by side (0-1, 2-3) and the ceiling reads half the machine's."""
+    if allowed is None:
+        if not hasattr(os, "sched_getaffinity"):
+            return []
+        allowed = sorted(os.sched_getaffinity(0))
+
+    def core(cpu):
+        try:
+            with open(f"{sysfs}/cpu{cpu}/topology/thread_siblings_list") as f:
+                return int(f.read().replace("-", ",").split(",")[0])
+        except (OSError, ValueError):
+            return cpu   # unknown topology: a core of its own
+    seen, first, rest = set(), [], []
+    for cpu in allowed:
+        (rest if core(cpu) in seen else first).append(cpu)
+        seen.add(core(cpu))
+    return first + rest
+
+
 def ingot_copies_at_once(module, inp, iterations, warmup, cpus):
     """Medians of one copy of |module| per CPU in |cpus|, each pinned there, all at
     once. The copies share no data: what they lose against one alone is the host's."""
@@ -305,7 +329,7 @@ def measure_model(name, args, manifest, models_dir=MODELS_DIR):
     engines = [engine_key(e, n) for n in args.thread_counts for e in ("ingot", "ort") if engine_key(e, n) in est]
     plan = {e: sizes(est[e], args) for e in engines}
     rounds = {e: [] for e in engines}
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    cpus = cpus_one_per_core()
     host_counts = [n for n in args.thread_counts[1:] if n in modules and 1 in modules and "ingot" in plan
                    and len(cpus) >= n] if args.host_ceiling else []
     host_rounds = {n: [] for n in host_counts}

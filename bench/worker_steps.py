@@ -21,7 +21,7 @@ between the one-worker time T1 and the ideal T1 / N into:
               time (waits, hand-offs, what observing each step adds).
 
 Beside those rounds it measures what the host allows: the one-worker plan pinned to
-each of the first N CPUs, alone and as N copies at once (one per CPU, sharing nothing).
+each of N CPUs (one per core first), alone and as N copies at once (one per CPU, sharing nothing).
 A plan of equal parts can at best go as fast as the slowest CPU under that load lets it
 (N x the one-worker time over that CPU's); parts sized to each CPU's speed, the sum of
 the speeds. Where the measured ratio is near that ceiling, the rest is the host's.
@@ -42,6 +42,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from run_bench import cpus_one_per_core  # noqa: E402  (the CPUs the host's ceiling pins to)
 
 
 def fail(msg):
@@ -120,11 +122,11 @@ def main():
                 cmd += ["--threads", str(threads)]
             return run_json(cmd)
 
-        # The host: the one-worker plan pinned to each of the first N CPUs, alone and as
+        # The host: the one-worker plan pinned to each of N CPUs, alone and as
         # N copies at once (one per CPU). Nothing is shared between the copies, so what
         # they lose at once is the host's (a CPU slower under load, caches and memory
         # shared with neighbours), not the partition's.
-        cpus = sorted(os.sched_getaffinity(0))[:args.workers] if hasattr(os, "sched_getaffinity") else []
+        cpus = cpus_one_per_core()[:args.workers]
         host = {"alone": collections.defaultdict(list), "together": collections.defaultdict(list)}
 
         def pinned(cpu):
