@@ -3,7 +3,6 @@
 #include "compiler/driver/version.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
 #include <tuple>
 #include <filesystem>
@@ -220,6 +219,13 @@ void compile(const CompileOptions& options) {
   }
   schedule::place_storage(plan, *graph);
   schedule::place_plan_syncs(plan);
+  if (options.workers > 1 && plan.worker_count > 1 && !schedule::several_workers_pay(plan, cost_model(target))) {
+    // The sync points the plan needed outweigh what the split saves: one worker.
+    CompileOptions one = options;
+    one.workers = 1;
+    compile(one);
+    return;
+  }
   if (options.time_passes) {
     fmt::print("stage {:<24} {:>10.1f} us\n", "plan", (ms_since(t1) - std::chrono::duration<double, std::milli>(t3 - t2).count()) * 1000);
   }

@@ -98,6 +98,10 @@ struct Plan {
   std::vector<std::unique_ptr<Value>> scratch_values;
   // Workers and sync points (streams.h): tasks are the steps' parts in global order.
   uint32_t worker_count = 1;
+  // The partition's cost-model times (streams.h, partition_workers): every step one
+  // after another, and the busiest worker's list.
+  double predicted_sequential_us = 0;
+  double predicted_makespan_us = 0;
   std::vector<Task> tasks;
   std::vector<std::pair<int, int>> task_part;  // task -> (step, part)
   Streams streams;

@@ -262,9 +262,11 @@ uint64_t step_bytes(const PlanStep& step) {
 std::string describe_cost_model(const CostModel& cost) {
   return fmt::format(
       "cost model: {:g} GFLOP/s ({:g} depthwise), {:g} GB/s memory, {:g} GB/s L2 up to {} KiB; steps split above {:g} us "
-      "for a {:g} us sync, time steps above {:.2f} us for a {:.2f} us hand-over",
+      "for a {:g} us sync, time steps above {:.2f} us for a {:.2f} us hand-over; several workers must save {:.0f}% "
+      "with {:g} us a sync point",
       cost.gflops, cost.depthwise_gflops, cost.gbytes_per_s, cost.l2_gbytes_per_s, cost.l2_bytes / 2048,
-      cost.split_min_us, cost.sync_us, 2 * cost.phase_sync_us, cost.phase_sync_us);
+      cost.split_min_us, cost.sync_us, 2 * cost.phase_sync_us, cost.phase_sync_us, 100 * (1 - kWorkersMustSave),
+      cost.sync_point_us);
 }
 
 double step_cost_us(const Plan& plan, size_t s, const CostModel& cost) {
@@ -425,8 +427,10 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
   }
   const double makespan = *std::max_element(avail.begin(), avail.end());
   plan.worker_count = workers;
+  plan.predicted_sequential_us = sequential;
+  plan.predicted_makespan_us = makespan;
   // Several workers must pay for their syncs and wake-ups: otherwise one list.
-  if (workers > 1 && makespan > 0.8 * sequential) {
+  if (workers > 1 && makespan > kWorkersMustSave * sequential) {
     double t = 0;
     for (size_t s = 0; s < S; ++s) {
       const double c = step_cost_us(plan, s, cost);
@@ -435,6 +439,11 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
     }
     plan.worker_count = 1;
   }
+}
+
+bool several_workers_pay(const Plan& plan, const CostModel& cost) {
+  const double syncs = cost.sync_point_us * static_cast<double>(plan.streams.syncs.size());
+  return plan.worker_count > 1 && plan.predicted_makespan_us + syncs <= kWorkersMustSave * plan.predicted_sequential_us;
 }
 
 void place_plan_syncs(Plan& plan) {

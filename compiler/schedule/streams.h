@@ -98,7 +98,19 @@ struct CostModel {
   // core's L2 where they fit in half of it (l2_bytes), at this rate.
   double l2_gbytes_per_s = 60;
   int64_t l2_bytes = 1024 * 1024;
+  // What each placed sync point costs the plan as a whole (several_workers_pay): the
+  // partition charges sync_us only where a wait delays a start, but every sync point
+  // also moves its signal's cache line and the data behind it from core to core. A
+  // 37 us one-layer attention model (31 steps, 7 sync points; predicted 87 us on one
+  // worker, 58 on two: 1.7 us of headroom a sync point) ran 0.88-0.91x of one worker
+  // on two on the 2-vCPU Zen 5 in far minutes. The next closest plans (3.0-3.7 us a
+  // sync point) ran 0.97-1.10x (random attention models) and 1.17x (cnn_small).
+  double sync_point_us = 3.0;
 };
+
+// A plan for several workers must be predicted to take at most this share of the one
+// worker's time, syncs included, or the model compiles for one.
+constexpr double kWorkersMustSave = 0.8;
 
 // The model's figures on one line (for --dump-after=streams): why a step split or not.
 std::string describe_cost_model(const CostModel& cost);
@@ -115,6 +127,11 @@ void partition_workers(Plan& plan, const std::vector<int64_t>& workgroups, uint3
 // After arena planning: the tasks (parts with their byte ranges), their sync points
 // (plan.streams), and the verifier's verdict (a failure is a compiler bug: throws).
 void place_plan_syncs(Plan& plan);
+
+// After place_plan_syncs: whether the partition's predicted time on several workers,
+// with each sync point charged (CostModel::sync_point_us), still saves enough
+// (kWorkersMustSave) over one worker's. False for a one-worker plan.
+bool several_workers_pay(const Plan& plan, const CostModel& cost);
 
 // The dependency graph with its partition, as Graphviz DOT (--dump-after=streams).
 std::string streams_dot(const Plan& plan);

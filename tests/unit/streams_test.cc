@@ -207,6 +207,28 @@ TEST(StreamsTest, SmallLayersStayOnOneWorkerWhereAvx512RunsAtFullWidth) {
   EXPECT_DOUBLE_EQ(driver::cost_model(t).gflops, 2 * rate);
 }
 
+// Once its sync points are placed, a plan for several workers must still save 20%
+// with each of them charged: predicted 60 us against 100 on one worker pays with up
+// to 6 sync points at 3 us each (78 us) and not with 7 (81 us); a one-worker plan
+// never "pays" for several.
+TEST(StreamsTest, EverySyncPointCountsAgainstSeveralWorkers) {
+  const CostModel cost;
+  ASSERT_DOUBLE_EQ(cost.sync_point_us, 3.0);
+  Plan plan;
+  plan.worker_count = 2;
+  plan.predicted_sequential_us = 100;
+  plan.predicted_makespan_us = 60;
+  plan.streams.syncs.resize(6);
+  EXPECT_TRUE(several_workers_pay(plan, cost));
+  plan.streams.syncs.resize(7);
+  EXPECT_FALSE(several_workers_pay(plan, cost));
+  plan.streams.syncs.clear();
+  plan.predicted_makespan_us = 81;
+  EXPECT_FALSE(several_workers_pay(plan, cost));
+  plan.predicted_makespan_us = 60;
+  plan.worker_count = 1;
+  EXPECT_FALSE(several_workers_pay(plan, cost));
+}
 
 // A recurrent layer's time steps split over workers only where half a step saves more
 // than the hand-over of its state between cores. A 128-wide GRU step reads 197 kB of
