@@ -158,10 +158,13 @@ def cpus_one_per_core(allowed=None, sysfs="/sys/devices/system/cpu"):
     return first + rest
 
 
-def ingot_copies_at_once(module, inp, iterations, warmup, cpus):
+def ingot_copies_at_once(module, inp, iterations, warmup, cpus, ingot=INGOT):
     """Medians of one copy of |module| per CPU in |cpus|, each pinned there, all at
-    once. The copies share no data: what they lose against one alone is the host's."""
-    cmd = [INGOT, "bench", module, "--input=@" + inp, f"--iterations={iterations}", f"--warmup={warmup}", "--json"]
+    once (one CPU: that copy alone). The copies share no data: what they lose against
+    one alone is the host's. |inp|: an input .npy, or None for random inputs."""
+    cmd = [ingot, "bench", module, f"--iterations={iterations}", f"--warmup={warmup}", "--json"]
+    if inp:
+        cmd.append("--input=@" + inp)
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu})) for cpu in cpus]
     medians = []

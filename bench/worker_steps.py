@@ -21,7 +21,8 @@ between the one-worker time T1 and the ideal T1 / N into:
               time (waits, hand-offs, what observing each step adds).
 
 Beside those rounds it measures what the host allows: the one-worker plan pinned to
-each of N CPUs (one per core first), alone and as N copies at once (one per CPU, sharing nothing).
+each of N CPUs (one per core first), alone and as N copies at once (one per CPU,
+sharing nothing).
 A plan of equal parts can at best go as fast as the slowest CPU under that load lets it
 (N x the one-worker time over that CPU's); parts sized to each CPU's speed, the sum of
 the speeds. Where the measured ratio is near that ceiling, the rest is the host's.
@@ -43,7 +44,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_bench import cpus_one_per_core  # noqa: E402  (the CPUs the host's ceiling pins to)
+from run_bench import EngineError, cpus_one_per_core, ingot_copies_at_once  # noqa: E402  (the host's ceiling)
 
 
 def fail(msg):
@@ -129,26 +130,20 @@ def main():
         cpus = cpus_one_per_core()[:args.workers]
         host = {"alone": collections.defaultdict(list), "together": collections.defaultdict(list)}
 
-        def pinned(cpu):
-            cmd = [args.ingot, "bench", one, "--json", "--iterations", str(args.iterations)] + input_flag
-            return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
-
-        def median_of(proc):
-            out, err = proc.communicate()
-            if proc.returncode != 0:
-                lines = (err or out).strip().splitlines()
-                fail(f"'ingot bench' pinned to one CPU failed: {lines[-1] if lines else proc.returncode}")
-            return json.loads(out)["median"]
+        def copies(on):
+            try:
+                return ingot_copies_at_once(one, input_flag[0][len("--input=@"):] if input_flag else None,
+                                            args.iterations, 10, on, ingot=args.ingot)
+            except EngineError as e:
+                fail(f"'ingot bench' pinned to one CPU: {e}")
 
         def host_round():
             if len(cpus) < args.workers:
                 return
             for cpu in cpus:
-                host["alone"][cpu].append(median_of(pinned(cpu)))
-            procs = [(cpu, pinned(cpu)) for cpu in cpus]
-            for cpu, proc in procs:
-                host["together"][cpu].append(median_of(proc))
+                host["alone"][cpu] += copies([cpu])
+            for cpu, median in zip(cpus, copies(cpus)):
+                host["together"][cpu].append(median)
 
         kinds = (("whole", one, 0), ("parts1", many, 1), ("partsN", many, 0))
         samples = {k: collections.defaultdict(list) for k, _, _ in kinds}

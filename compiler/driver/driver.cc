@@ -3,6 +3,7 @@
 #include "compiler/driver/version.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <tuple>
 #include <filesystem>
