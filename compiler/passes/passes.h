@@ -17,7 +17,8 @@ namespace ingot::passes {
 // Removes nodes whose outputs are all known at compile time (evaluating any that the
 // importer has not), leaving their values as constants.
 void fold_constants(Graph& graph);
-// Puts ops into the one form later passes expect (Clip bounds as attributes).
+// Puts ops into the one form later passes expect (Clip bounds as attributes; a node
+// whose parameters leave its input unchanged, such as a Pad of zeros, as an Identity).
 void canonicalize(Graph& graph);
 // Conv followed by BatchNormalization with known parameters → one Conv.
 void fold_batchnorm(Graph& graph);

@@ -187,6 +187,49 @@ TEST(CanonicalizeTest, RunTimeBoundsStayInputs) {
   EXPECT_EQ(print_graph(g), before);
 }
 
+TEST(CanonicalizeTest, NodesThatLeaveTheirInputUnchangedBecomeIdentities) {
+  Graph g;
+  g.name = "unchanged";
+  g.opset = 13;
+  Value* x = add_input(g, "x", {1, 2, 3, 4});
+  const Tensor zeros8 = i64({8}, {0, 0, 0, 0, 0, 0, 0, 0});
+  Node* pad0 = add_op(g, "Pad", {x, g.add_constant("zeros", zeros8)}, {}, 13, 1, "pad0");
+  Node* pad1 = add_op(g, "Pad", {pad0->outputs[0], g.add_constant("one", i64({8}, {0, 0, 0, 1, 0, 0, 0, 0}))}, {},
+                      13, 1, "pad1");
+  Node* tile = add_op(g, "Tile", {pad1->outputs[0], g.add_constant("ones", i64({4}, {1, 1, 1, 1}))}, {}, 13, 1, "tile");
+  Node* same = add_op(g, "Expand", {tile->outputs[0], g.add_constant("shape", i64({2}, {3, 5}))}, {}, 13, 1, "same");
+  Node* expand = add_op(g, "Expand", {same->outputs[0], g.add_constant("grow", i64({4}, {2, 1, 1, 1}))}, {}, 13, 1,
+                        "expand");
+  Node* keep = add_op(g, "Transpose", {expand->outputs[0]}, {{"perm", std::vector<int64_t>{0, 1, 2, 3}}}, 13, 1, "keep");
+  Node* swap = add_op(g, "Transpose", {keep->outputs[0]}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}, 13, 1, "swap");
+  Node* all = add_op(g, "Slice",
+                     {swap->outputs[0], g.add_constant("s0", i64({1}, {0})), g.add_constant("e0", i64({1}, {99})),
+                      g.add_constant("a0", i64({1}, {2}))},
+                     {}, 13, 1, "all");
+  Node* reversed = add_op(g, "Slice",
+                          {all->outputs[0], g.add_constant("s1", i64({1}, {-1})),
+                           g.add_constant("e1", i64({1}, {INT64_MIN})), g.add_constant("a1", i64({1}, {2})),
+                           g.add_constant("st1", i64({1}, {-1}))},
+                          {}, 13, 1, "reversed");
+  Node* one = add_op(g, "Concat", {reversed->outputs[0]}, {{"axis", int64_t{1}}}, 13, 1, "one");
+  Node* cast = add_op(g, "Cast", {one->outputs[0]}, {{"to", int64_t{1}}}, 13, 1, "cast");
+  g.outputs = {cast->outputs[0]};
+  const Tensor in = testing::random_f32({1, 2, 3, 4}, 7);
+  const std::vector<float> before = testing::values_f32(graph_outputs(g, {in})[0]);
+  passes::canonicalize(g);
+  for (const Node* n : {pad0, tile, same, keep, all, one, cast}) {
+    EXPECT_EQ(n->op_type, "Identity") << n->name;
+    EXPECT_EQ(n->inputs.size(), 1u) << n->name;
+  }
+  // A pad that adds a column, an Expand that broadcasts, a Transpose that moves axes
+  // and a Slice that reverses all change the tensor.
+  EXPECT_EQ(pad1->op_type, "Pad");
+  EXPECT_EQ(expand->op_type, "Expand");
+  EXPECT_EQ(swap->op_type, "Transpose");
+  EXPECT_EQ(reversed->op_type, "Slice");
+  EXPECT_EQ(testing::values_f32(graph_outputs(g, {in})[0]), before);
+}
+
 TEST(CanonicalizeTest, NonScalarConstantBoundIsAnError) {
   Graph g;
   Value* x = add_input(g, "x", {4});
