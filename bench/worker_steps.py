@@ -141,9 +141,9 @@ def main():
             if len(cpus) < args.workers:
                 return
             for cpu in cpus:
-                host["alone"][cpu] += copies([cpu])
-            for cpu, median in zip(cpus, copies(cpus)):
-                host["together"][cpu].append(median)
+                host["alone"][cpu] += [c["median"] for c in copies([cpu])]
+            for cpu, c in zip(cpus, copies(cpus)):
+                host["together"][cpu].append(c["median"])
 
         kinds = (("whole", one, 0), ("parts1", many, 1), ("partsN", many, 0))
         samples = {k: collections.defaultdict(list) for k, _, _ in kinds}
