@@ -377,7 +377,9 @@ def measure_model(name, args, manifest, models_dir=MODELS_DIR):
             try:
                 copies = ingot_copies_at_once(modules[1], inp, n, w, cpus[:threads])
                 host_rounds[threads].append(max(c["median"] for c in copies))
-                host_tails[threads].append(max(c["p99"] / c["median"] for c in copies if c["median"] > 0))
+                tail = max((c["p99"] / c["median"] for c in copies if c["median"] > 0), default=None)
+                if tail is not None:
+                    host_tails[threads].append(tail)
             except EngineError as err:
                 res["errors"].append(f"host ceiling ({threads} copies) round {r + 1}: {err}")
                 log(f"[{name}] host ceiling ({threads} copies) round {r + 1}: {err}")
@@ -590,7 +592,6 @@ def summary_lines(summary, peak, rounds, by):
                          f"{t['models_with_ceiling']} model{'s' if t['models_with_ceiling'] != 1 else ''} "
                          f"measured, where ingot's {n}w/1w was "
                          f"{t['geomean_ingot_speedup_with_ceiling']:.2f}×.")
-    for n, t in summary.get("threads", {}).items():
         tl = t.get("tails_above_1ms")
         if tl and "ingot" in tl:
             part = lambda who, label: (f"; {label} {tl[who]['median']:.2f} (worst {tl[who]['worst']:.2f})"
