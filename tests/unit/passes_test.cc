@@ -230,6 +230,33 @@ TEST(CanonicalizeTest, NodesThatLeaveTheirInputUnchangedBecomeIdentities) {
   EXPECT_EQ(testing::values_f32(graph_outputs(g, {in})[0]), before);
 }
 
+// A Transpose that moves only axes of size 1 keeps every element where it was: a
+// Reshape to its output's shape (an alias), as torch's sequence-first attention
+// writes around every layer. One that moves a longer axis past another stays.
+TEST(CanonicalizeTest, TransposesOfAxesOfSizeOneBecomeReshapes) {
+  Graph g;
+  g.name = "unit_axes";
+  g.opset = 13;
+  Value* x = add_input(g, "x", {5, 1, 6});
+  Node* to_batch = add_op(g, "Transpose", {x}, {{"perm", std::vector<int64_t>{1, 0, 2}}}, 13, 1, "to_batch");
+  Node* lift = add_op(g, "Transpose", {to_batch->outputs[0]}, {{"perm", std::vector<int64_t>{1, 0, 2}}}, 13, 1, "lift");
+  Node* swap = add_op(g, "Transpose", {lift->outputs[0]}, {{"perm", std::vector<int64_t>{2, 1, 0}}}, 13, 1, "swap");
+  Node* reverse = add_op(g, "Transpose", {swap->outputs[0]}, {}, 13, 1, "reverse");
+  g.outputs = {reverse->outputs[0]};
+  const Tensor in = testing::random_f32({5, 1, 6}, 3);
+  const std::vector<float> before = testing::values_f32(graph_outputs(g, {in})[0]);
+  passes::canonicalize(g);
+  for (const Node* n : {to_batch, lift}) {
+    EXPECT_EQ(n->op_type, "Reshape") << n->name;
+    ASSERT_EQ(n->inputs.size(), 2u) << n->name;
+    EXPECT_EQ(n->inputs[1]->constant->to_ints(), n->outputs[0]->shape) << n->name;
+  }
+  EXPECT_EQ(to_batch->outputs[0]->shape, (Shape{1, 5, 6}));
+  EXPECT_EQ(swap->op_type, "Transpose");
+  EXPECT_EQ(reverse->op_type, "Transpose");
+  EXPECT_EQ(testing::values_f32(graph_outputs(g, {in})[0]), before);
+}
+
 TEST(CanonicalizeTest, NonScalarConstantBoundIsAnError) {
   Graph g;
   Value* x = add_input(g, "x", {4});
