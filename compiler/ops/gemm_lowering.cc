@@ -175,6 +175,10 @@ GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& t, uint32_t wo
   return usual;
 }
 
+GemmSplit weight_gemm_row_axis(int64_t M, int64_t N, bool b_is_weight) {
+  return b_is_weight && M >= N ? GemmSplit::kRows : GemmSplit::kNone;
+}
+
 std::vector<double> tile_weights(int64_t extent, int64_t width) {
   std::vector<double> w;
   for (int64_t at = 0; at < extent; at += width) w.push_back(static_cast<double>(std::min(width, extent - at)) + width / 3.0);

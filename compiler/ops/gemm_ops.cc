@@ -167,8 +167,8 @@ std::string lower_gemm(LoweringContext& ctx) {
     };
     ctx.kernel_name = fmt::format("f32_gemm_{}x{}x{}{}_{}", g.M, g.K, g.N, g.trans_a ? "_ta" : "",
                                   tile.kernel.substr(tile.kernel.rfind('_') + 1));
-    // Workgroups: the tiles of one axis (choose_gemm_split).
-    loops.split = choose_gemm_split(g.M, g.N, tile, ctx.workers);
+    // Workgroups: the tiles of one axis (choose_gemm_split), the rows where they are local.
+    loops.split = choose_gemm_split(g.M, g.N, tile, ctx.workers, weight_gemm_row_axis(g.M, g.N, loops.b_in_panels));
     loops.split_lo = "lo";
     loops.split_hi = "hi";
     const int64_t units = gemm_split_units(loops.split, g.M, g.N, tile);
@@ -291,9 +291,9 @@ std::string lower_matmul(LoweringContext& ctx) {
       return fmt::format("    f32_pack_panel({}, {}, bb, {}, {}, {}, {});\n", ctx.scratch, tile.nr, g.N, g.K, n0, nr);
     };
   }
-  // Workgroups: the tiles of one axis (choose_gemm_split) of each batch's GEMM,
-  // numbered bi * units + tile.
-  loops.split = choose_gemm_split(g.M, g.N, tile, ctx.workers);
+  // Workgroups: the tiles of one axis (choose_gemm_split; the rows where they are
+  // local) of each batch's GEMM, numbered bi * units + tile.
+  loops.split = choose_gemm_split(g.M, g.N, tile, ctx.workers, weight_gemm_row_axis(g.M, g.N, loops.b_in_panels));
   loops.split_lo = "lo";
   loops.split_hi = "hi";
   const int64_t units = gemm_split_units(loops.split, g.M, g.N, tile);

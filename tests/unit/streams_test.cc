@@ -169,6 +169,38 @@ TEST(StreamsTest, ConvolutionsSplitByPixelsUnlessTheirWeightsOutweighTheInput) {
   EXPECT_EQ(workgroups({1, 64, 28, 28}, {1024, 64, 1, 1}), 128);
 }
 
+// A MatMul with a weight follows the convolutions' rule by its rows (tokens): where
+// the input outweighs the weights each worker takes its own rows, which the step
+// before wrote there (rattn_7205, 100 tokens by 96, on two workers: 1.12x); where the
+// weights outweigh it, column tiles, so no worker reads all of them.
+TEST(StreamsTest, MatMulsWithWeightsSplitByRowsUnlessTheWeightsOutweighTheInput) {
+  const target::Target t = target::resolve("x86_64-avx512");
+  const ops::GemmTile tile = ops::gemm_tile_for(t.features, t.arch);
+  auto workgroups = [&](std::vector<int64_t> a_shape, std::vector<int64_t> b_shape, bool b_is_weight) -> int64_t {
+    Graph g;
+    g.name = "local";
+    g.opset = 13;
+    Value* a = testing::add_input(g, "a", a_shape);
+    Value* b = b_is_weight ? g.add_constant("b", testing::random_f32(b_shape, 1)) : testing::add_input(g, "b", b_shape);
+    Node* mm = testing::add_op(g, "MatMul", {a, b}, {});
+    g.outputs.push_back(mm->outputs[0]);
+    passes::pack_weights(g, tile.nr);
+    Plan plan = order_steps(g);
+    const codegen::CSource source = codegen::generate_c(plan, t, 2);
+    for (size_t s = 0; s < plan.steps.size(); ++s)
+      if (plan.steps[s].kind == INGOT_STEP_DISPATCH) return source.step_workgroups[s];
+    return 0;
+  };
+  const int64_t row_panels = (197 + tile.mr - 1) / tile.mr;
+  ASSERT_NE(row_panels, 192 / tile.nr);
+  // 197 tokens by 192 into 192: the rows, although 4 column tiles share out evenly.
+  EXPECT_EQ(workgroups({197, 192}, {192, 192}, true), row_panels);
+  // Into 768: more weights than input, so the 16 column tiles.
+  EXPECT_EQ(workgroups({197, 192}, {192, 768}, true), 768 / tile.nr);
+  // Both operands activations (attention's scores): no local axis, the column tiles.
+  EXPECT_EQ(workgroups({197, 192}, {192, 192}, false), 192 / tile.nr);
+}
+
 // How many workers the partition keeps of two for |g| on |t|, with its cost model.
 uint32_t workers_chosen(const Graph& g, const target::Target& t) {
   Plan plan = order_steps(g);
