@@ -157,6 +157,26 @@ void compile_device(const CompileOptions& options, const target::Target& target,
   if (options.time_passes) fmt::print("stage {:<24} {:>10.1f} us\n", "total", ms_since(t0) * 1000);
 }
 
+// Why a plan asked for several workers has the workers it has, on one line
+// (--dump-after=streams): the partition's predicted time against one worker's, with
+// its sync points charged once they are placed (|syncs_placed|).
+std::string workers_decision(const schedule::Plan& plan, uint32_t asked, const schedule::CostModel& cost,
+                             bool syncs_placed) {
+  const double one = plan.predicted_sequential_us;
+  double several = plan.predicted_makespan_us;
+  std::string how = fmt::format("{:.0f} us", several);
+  if (syncs_placed) {
+    const size_t syncs = plan.streams.syncs.size();
+    several += cost.sync_point_us * static_cast<double>(syncs);
+    how = fmt::format("{:.0f} us + {} sync points x {:g} us = {:.0f} us", plan.predicted_makespan_us, syncs,
+                      cost.sync_point_us, several);
+  }
+  const bool kept = plan.worker_count > 1 && several <= schedule::kWorkersMustSave * one;
+  return fmt::format("workers: {} asked, predicted {} against {:.0f} us on one ({:.0f}%; must be at most {:.0f}%): {}",
+                     asked, how, one, one > 0 ? 100 * several / one : 100.0, 100 * schedule::kWorkersMustSave,
+                     kept ? fmt::format("{} workers", plan.worker_count) : std::string("one worker"));
+}
+
 }  // namespace
 
 void compile(const CompileOptions& options) {
@@ -215,6 +235,7 @@ void compile(const CompileOptions& options) {
     // for several (more bands in blocks) costs the single list anything.
     CompileOptions one = options;
     one.workers = 1;
+    one.workers_decision = workers_decision(plan, options.workers, cost_model(target), false);
     compile(one);
     return;
   }
@@ -224,15 +245,19 @@ void compile(const CompileOptions& options) {
     // The sync points the plan needed outweigh what the split saves: one worker.
     CompileOptions one = options;
     one.workers = 1;
+    one.workers_decision = workers_decision(plan, options.workers, cost_model(target), true);
     compile(one);
     return;
   }
+  const std::string decision =
+      options.workers > 1 ? workers_decision(plan, options.workers, cost_model(target), true) : options.workers_decision;
   if (options.time_passes) {
     fmt::print("stage {:<24} {:>10.1f} us\n", "plan", (ms_since(t1) - std::chrono::duration<double, std::milli>(t3 - t2).count()) * 1000);
   }
   if (wants_dump(options, "plan")) fmt::print("// ----- plan -----\n{}{}", schedule::print_plan(plan), schedule::print_streams(plan));
   if (wants_dump(options, "streams"))
-    fmt::print("// ----- streams -----\n// {}\n{}", schedule::describe_cost_model(cost_model(target)), schedule::streams_dot(plan));
+    fmt::print("// ----- streams -----\n// {}\n{}{}", schedule::describe_cost_model(cost_model(target)),
+               decision.empty() ? "" : "// " + decision + "\n", schedule::streams_dot(plan));
   if (wants_dump(options, "codegen")) fmt::print("// ----- generated C -----\n{}", source.code);
   codegen::NativeOptions native_options;
   native_options.cc = options.cc;

@@ -37,6 +37,8 @@ struct CompileOptions {
   std::string cache_max_size;
   uint32_t workers = 1;                 // step lists (streams); the plan may use fewer
   uint64_t arena_guard = 0;             // bytes of canary gap after every arena buffer
+  // Set by compile() when it recompiles for one worker: why (for --dump-after=streams).
+  std::string workers_decision;
 };
 
 // Compiles |options.input_path| into |options.output_path|. Diagnostics (dumps, pass

@@ -55,6 +55,12 @@ for m in "${models[@]}"; do
     if [ "$m" = digits_mlp ] && [ "$used" -ne 1 ]; then
       fail "digits_mlp compiled for $n workers uses $used; a split cannot pay on a model this small"
     fi
+    # ...and the streams dump says why, from the cost model's figures.
+    if [ "$m" = digits_mlp ] && [ $n -eq 2 ] &&
+        ! "$INGOT" compile "$onnx" -o "$WORK/why.ingot" --workers=2 --dump-after=streams |
+          grep -Eq '^// workers: 2 asked, predicted .* us against .* us on one \([0-9]+%; must be at most 80%\): one worker$'; then
+      fail "digits_mlp: --dump-after=streams does not say why the plan keeps one worker"
+    fi
     if ! "$INGOT" run "$mod" --input=@"$MODELS_DIR/$m.in.npy" --expected-output=@"$MODELS_DIR/$m.out.npy" \
         --output=@"$WORK/$m.w$n.npy" --atol="$atol" --rtol=1e-3 --no-print > /dev/null; then
       fail "$m with $n workers does not match torch"
