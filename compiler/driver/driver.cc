@@ -171,7 +171,8 @@ std::string workers_decision(const schedule::Plan& plan, uint32_t asked, const s
     how = fmt::format("{:.0f} us + {} sync points x {:g} us = {:.0f} us", plan.predicted_makespan_us, syncs,
                       cost.sync_point_us, several);
   }
-  const bool kept = plan.worker_count > 1 && several <= schedule::kWorkersMustSave * one;
+  // The partition's own verdict (its one-list fallback, then several_workers_pay).
+  const bool kept = plan.worker_count > 1 && (!syncs_placed || schedule::several_workers_pay(plan, cost));
   return fmt::format("workers: {} asked, predicted {} against {:.0f} us on one ({:.0f}%; must be at most {:.0f}%): {}",
                      asked, how, one, one > 0 ? 100 * several / one : 100.0, 100 * schedule::kWorkersMustSave,
                      kept ? fmt::format("{} workers", plan.worker_count) : std::string("one worker"));
