@@ -176,7 +176,12 @@ GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& t, uint32_t wo
 }
 
 GemmSplit weight_gemm_row_axis(int64_t M, int64_t N, bool b_is_weight) {
-  return b_is_weight && M >= N ? GemmSplit::kRows : GemmSplit::kNone;
+  // Split by columns, each worker reads half of A from the other core (3.3x the time
+  // of reading its own lines on a 2-core Zen 5, bench/sharing.c) and leaves lines
+  // both cores hold for the next writer; split by rows, it reads the other half of B
+  // from its own cache. Rows while B is at most 4x A.
+  constexpr int64_t kRowsWhileWeightsPerInput = 4;
+  return b_is_weight && kRowsWhileWeightsPerInput * M >= N ? GemmSplit::kRows : GemmSplit::kNone;
 }
 
 std::vector<double> tile_weights(int64_t extent, int64_t width) {

@@ -147,12 +147,13 @@ int64_t gemm_prefetch_a_lines(int64_t K, int64_t mr);
 GemmSplit choose_gemm_split(int64_t M, int64_t N, const GemmTile& tile, uint32_t workers = 1,
                             GemmSplit local = GemmSplit::kNone, GemmSplit weights = GemmSplit::kNone);
 // The local axis (for choose_gemm_split) of an M x N GEMM whose B is a weight
-// (|b_is_weight|): its rows, an activation's tokens or pixels, where the input
-// outweighs the weights (M >= N, the rule convolutions follow). Split by rows, a
-// worker reads only the rows it wrote in the step before (a transformer's
-// projections and norms, token by token); by columns, each reads every row, half of
-// them from the other core. Where the weights outweigh the input every worker would
-// read all of them (convnext_tiny's 768 -> 3072 layers on 49 pixels: 9.4 MB).
+// (|b_is_weight|): its rows, an activation's tokens or pixels, unless the weights
+// outweigh the input more than 4 times (N > 4M). Split by rows, a worker reads only
+// the rows it wrote in the step before (a transformer's projections and norms,
+// token by token) and all the weights; by columns, each reads every row, half of
+// them from the other core, which costs several times a read of its own. Where the
+// weights outweigh the input far enough every worker would read all of them from
+// memory (convnext_tiny's 768 -> 3072 layers on 49 pixels: 9.4 MB).
 GemmSplit weight_gemm_row_axis(int64_t M, int64_t N, bool b_is_weight);
 // Tiles along |split| (column tiles or row panels, edge tile included); 1 for kNone.
 int64_t gemm_split_units(GemmSplit split, int64_t M, int64_t N, const GemmTile& tile);

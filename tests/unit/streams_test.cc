@@ -169,10 +169,11 @@ TEST(StreamsTest, ConvolutionsSplitByPixelsUnlessTheirWeightsOutweighTheInput) {
   EXPECT_EQ(workgroups({1, 64, 28, 28}, {1024, 64, 1, 1}), 128);
 }
 
-// A MatMul with a weight follows the convolutions' rule by its rows (tokens): where
-// the input outweighs the weights each worker takes its own rows, which the step
-// before wrote there (rattn_7205, 100 tokens by 96, on two workers: 1.12x); where the
-// weights outweigh it, column tiles, so no worker reads all of them.
+// A MatMul with a weight splits by its rows (tokens) unless the weights outweigh the
+// input more than 4 times: each worker takes its own rows, which the step before
+// wrote there (rattn_7205, 100 tokens by 96, on two workers: 1.12x; rattn_7302's
+// 128 x 192 -> 768 feed-forward 1.10x); beyond that, column tiles, so no worker reads
+// all of them.
 TEST(StreamsTest, MatMulsWithWeightsSplitByRowsUnlessTheWeightsOutweighTheInput) {
   const target::Target t = target::resolve("x86_64-avx512");
   const ops::GemmTile tile = ops::gemm_tile_for(t.features, t.arch);
@@ -195,8 +196,10 @@ TEST(StreamsTest, MatMulsWithWeightsSplitByRowsUnlessTheWeightsOutweighTheInput)
   ASSERT_NE(row_panels, 192 / tile.nr);
   // 197 tokens by 192 into 192: the rows, although 4 column tiles share out evenly.
   EXPECT_EQ(workgroups({197, 192}, {192, 192}, true), row_panels);
-  // Into 768: more weights than input, so the 16 column tiles.
-  EXPECT_EQ(workgroups({197, 192}, {192, 768}, true), 768 / tile.nr);
+  // Into 768: 3.9x the input in weights, still the rows.
+  EXPECT_EQ(workgroups({197, 192}, {192, 768}, true), row_panels);
+  // Into 960: 4.9x, so the 20 column tiles.
+  EXPECT_EQ(workgroups({197, 192}, {192, 960}, true), 960 / tile.nr);
   // Both operands activations (attention's scores): no local axis, the column tiles.
   EXPECT_EQ(workgroups({197, 192}, {192, 192}, false), 192 / tile.nr);
 }
