@@ -748,6 +748,16 @@ INGOT_INLINE void f32_pack_panel(float* INGOT_RESTRICT panel, ingot_index_t NR, 
   }
 }
 
+/* The same for a B stored across its rows, B[k, n] at b[n * ldn + k] (a K^T whose
+ * Transpose the MatMul absorbed): each panel row gathers one element per column. */
+INGOT_INLINE void f32_pack_panel_columns(float* INGOT_RESTRICT panel, ingot_index_t NR, const float* INGOT_RESTRICT b,
+                                         ingot_index_t ldn, ingot_index_t K, ingot_index_t n0, ingot_index_t nr) {
+  for (ingot_index_t j = 0; j < nr; ++j) {
+    const float* INGOT_RESTRICT src = b + (n0 + j) * ldn;
+    for (ingot_index_t k = 0; k < K; ++k) panel[k * NR + j] = src[k];
+  }
+}
+
 /* One im2col panel for a convolution over one image: columns [n0, n0 + nr) of the
  * virtual matrix B[K = C*KH*KW, N = OH*OW], written as panel[k * NR + j]; zeros where
  * the window reads padding. Each (c, kh, kw) row is copied as runs of output columns

@@ -203,8 +203,58 @@ std::string lower_gemm(LoweringContext& ctx) {
 
 }  // namespace
 
+namespace {
+
+// The attributes absorb_transposes sets: operand 0 (A), 1 (B) or the product (2) as
+// the transpose of what the node reads or writes.
+const char* const kAbsorbedPerm[3] = {"a_perm", "b_perm", "y_perm"};
+
+std::vector<int64_t> absorbed_perm(const Node& node, int i, size_t rank) {
+  std::vector<int64_t> perm = node.attr_ints(kAbsorbedPerm[i]);
+  std::vector<bool> seen(rank, false);
+  bool valid = perm.size() == rank && rank >= 2;
+  for (int64_t p : perm) {
+    valid = valid && p >= 0 && p < static_cast<int64_t>(rank) && !seen[p];
+    if (valid) seen[p] = true;
+  }
+  if (!valid) fail("{}: attribute '{}' is not a permutation of its {} axes", node.describe(), kAbsorbedPerm[i], rank);
+  return perm;
+}
+
+Shape permuted(const Shape& shape, const std::vector<int64_t>& perm) {
+  Shape out;
+  for (int64_t p : perm) out.push_back(shape[p]);
+  return out;
+}
+
+}  // namespace
+
+bool matmul_has_perms(const Node& node) {
+  return node.has_attr(kAbsorbedPerm[0]) || node.has_attr(kAbsorbedPerm[1]) || node.has_attr(kAbsorbedPerm[2]);
+}
+
+std::vector<int64_t> matmul_operand_strides(const Node& node, int i) {
+  if (i < 2) {
+    const Shape stored = i == 0 ? node.inputs[0]->shape : logical_b_shape(node);
+    const std::vector<int64_t> strides = strides_of(stored);
+    if (!node.has_attr(kAbsorbedPerm[i])) return strides;
+    return permuted(strides, absorbed_perm(node, i, stored.size()));
+  }
+  // The output holds transpose(product, y_perm): the product's axis y_perm[e] is the
+  // output's axis e.
+  const Shape& stored = node.outputs[0]->shape;
+  const std::vector<int64_t> strides = strides_of(stored);
+  if (!node.has_attr(kAbsorbedPerm[2])) return strides;
+  const std::vector<int64_t> perm = absorbed_perm(node, 2, stored.size());
+  std::vector<int64_t> out(stored.size());
+  for (size_t e = 0; e < perm.size(); ++e) out[perm[e]] = strides[e];
+  return out;
+}
+
 MatMulGeometry matmul_geometry(const Node& node) {
   Shape a = node.inputs[0]->shape, b = logical_b_shape(node);
+  if (node.has_attr(kAbsorbedPerm[0])) a = permuted(a, absorbed_perm(node, 0, a.size()));
+  if (node.has_attr(kAbsorbedPerm[1])) b = permuted(b, absorbed_perm(node, 1, b.size()));
   if (a.empty() || b.empty()) fail("{}: scalar operands are not allowed", node.describe());
   bool a1 = a.size() == 1, b1 = b.size() == 1;
   if (a1) a.insert(a.begin(), 1);
@@ -229,7 +279,38 @@ namespace {
 void infer_matmul(Node& node) {
   require_f32(node, 0);
   require_f32(node, 1);
-  set_output(node, 0, DType::F32, matmul_geometry(node).out);
+  Shape out = matmul_geometry(node).out;
+  if (node.has_attr(kAbsorbedPerm[2])) out = permuted(out, absorbed_perm(node, 2, out.size()));
+  set_output(node, 0, DType::F32, out);
+}
+
+// Element offset of batch |bi| (over |batch|, row-major) in an operand whose batch
+// axes have |strides| (the first batch.size() of them).
+int64_t batch_offset(const Shape& batch, const std::vector<int64_t>& strides, int64_t bi) {
+  int64_t offset = 0;
+  for (size_t d = batch.size(); d-- > 0;) {
+    offset += (bi % batch[d]) * strides[d];
+    bi /= batch[d];
+  }
+  return offset;
+}
+
+// The same as a C expression of |bi|.
+std::string batch_offset_expr(const Shape& batch, const std::vector<int64_t>& strides, const std::string& bi) {
+  std::string expr;
+  int64_t inner = 1;
+  for (size_t d = batch.size(); d-- > 0;) {
+    if (batch[d] != 1) expr += fmt::format("{}(({} / {}) % {}) * {}", expr.empty() ? "" : " + ", bi, inner, batch[d], strides[d]);
+    inner *= batch[d];
+  }
+  return expr.empty() ? "0" : "(" + expr + ")";
+}
+
+// A MatMul through absorbed Transposes: its operands and product at their strides
+// (absorb_transposes leaves no broadcast batch axes).
+void check_absorbed_batches(const Node& node, const MatMulGeometry& g) {
+  if (g.batch_a != g.batch || g.batch_b != g.batch)
+    fail("internal error: {}: absorbed Transposes with broadcast batch axes", node.describe());
 }
 
 int64_t broadcast_offset(const Shape& out, const Shape& in, int64_t flat) {
@@ -250,6 +331,25 @@ void reference_matmul(const Node& node, const std::vector<const Tensor*>& in, st
   const float* b = b_panel_width(node) > 0 ? unpacked.data<float>() : in[1]->data<float>();
   float* y = out[0].data<float>();
   int64_t batches = num_elements(g.batch);
+  if (matmul_has_perms(node)) {
+    check_absorbed_batches(node, g);
+    const std::vector<int64_t> sa = matmul_operand_strides(node, 0), sb = matmul_operand_strides(node, 1),
+                               sy = matmul_operand_strides(node, 2);
+    const size_t r = g.batch.size();
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      const float* ab = a + batch_offset(g.batch, sa, bi);
+      const float* bb = b + batch_offset(g.batch, sb, bi);
+      float* yb = y + batch_offset(g.batch, sy, bi);
+      for (int64_t m = 0; m < g.M; ++m)
+        for (int64_t n = 0; n < g.N; ++n) {
+          double acc = 0;
+          for (int64_t k = 0; k < g.K; ++k)
+            acc += static_cast<double>(ab[m * sa[r] + k * sa[r + 1]]) * bb[k * sb[r] + n * sb[r + 1]];
+          yb[m * sy[r] + n * sy[r + 1]] = static_cast<float>(acc);
+        }
+    }
+    return;
+  }
   for (int64_t bi = 0; bi < batches; ++bi) {
     const float* ab = a + broadcast_offset(g.batch, g.batch_a, bi) * g.M * g.K;
     const float* bb = b + broadcast_offset(g.batch, g.batch_b, bi) * g.K * g.N;
@@ -265,7 +365,9 @@ void reference_matmul(const Node& node, const std::vector<const Tensor*>& in, st
 // When B has no batch and A is not broadcast, the batch folds into M: one GEMM with
 // batch*M rows (a transformer's [seq, 1, d] x [d, 3d] projection is one 64-row GEMM,
 // not 64 one-row ones).
-MatMulGeometry fold_matmul_batch(MatMulGeometry g) {
+MatMulGeometry fold_matmul_batch(const Node& node) {
+  MatMulGeometry g = matmul_geometry(node);
+  if (matmul_has_perms(node)) return g;  // rows a batch apart are not one stride apart
   if (num_elements(g.batch_b) == 1 && num_elements(g.batch_a) == num_elements(g.batch) && num_elements(g.batch) > 1) {
     g.M *= num_elements(g.batch);
     g.batch = g.batch_a = g.batch_b = {};
@@ -275,7 +377,7 @@ MatMulGeometry fold_matmul_batch(MatMulGeometry g) {
 
 std::string lower_matmul(LoweringContext& ctx) {
   const Node& node = ctx.node;
-  MatMulGeometry g = fold_matmul_batch(matmul_geometry(node));
+  MatMulGeometry g = fold_matmul_batch(node);
   GemmTile tile = gemm_tile_for(ctx.target_features, ctx.target_arch);
   ctx.headers.insert("f32_gemm_tile.h");
   ctx.epilogue_applied = true;
@@ -283,12 +385,39 @@ std::string lower_matmul(LoweringContext& ctx) {
                                 tile.kernel.substr(tile.kernel.rfind('_') + 1));
   GemmLoops loops{.c = std::string("yb"), .a = std::string("ab"), .b = std::string("bb"), .ldc = g.N, .lda = g.K,
                   .aks = 1, .ldb = g.N, .M = g.M, .N = g.N, .K = g.K};
+  // Each batch's operands and product: contiguous, or at the strides of the
+  // Transposes the node absorbed.
+  const size_t r = g.batch.size();
+  std::string aoff = fmt::format("{} * {}", broadcast_index_expr(g.batch, g.batch_a, "bi"), g.M * g.K);
+  std::string boff = fmt::format("{} * {}", broadcast_index_expr(g.batch, g.batch_b, "bi"), g.K * g.N);
+  std::string yoff = fmt::format("bi * {}", g.M * g.N);
+  int64_t b_ns = 1;  // B's column stride (1: rows of B are contiguous)
+  if (matmul_has_perms(node)) {
+    check_absorbed_batches(node, g);
+    const std::vector<int64_t> sa = matmul_operand_strides(node, 0), sb = matmul_operand_strides(node, 1),
+                               sy = matmul_operand_strides(node, 2);
+    if (sy[r + 1] != 1 || (sb[r] != 1 && sb[r + 1] != 1) || (sb[r + 1] != 1 && ctx.scratch.empty()) ||
+        (ctx.epilogue && node.has_attr(kAbsorbedPerm[2])))
+      fail("internal error: {}: absorbed Transposes the GEMM tiles cannot follow", node.describe());
+    loops.lda = sa[r];
+    loops.aks = sa[r + 1];
+    loops.ldb = sb[r + 1] == 1 ? sb[r] : 0;
+    b_ns = sb[r + 1];
+    loops.ldc = sy[r];
+    aoff = batch_offset_expr(g.batch, sa, "bi");
+    boff = batch_offset_expr(g.batch, sb, "bi");
+    yoff = batch_offset_expr(g.batch, sy, "bi");
+    ctx.kernel_name += "_strided";
+  }
   check_panel_width(node, tile);
   loops.b_in_panels = b_panel_width(node) > 0;
   if (!ctx.scratch.empty() && !loops.b_in_panels) {
     loops.packed_b = ctx.scratch;
-    loops.pack_b = [&](const std::string& n0, int64_t nr) {
-      return fmt::format("    f32_pack_panel({}, {}, bb, {}, {}, {}, {});\n", ctx.scratch, tile.nr, g.N, g.K, n0, nr);
+    loops.pack_b = [&, b_ns](const std::string& n0, int64_t nr) {
+      // B read across its rows (a K^T that was transposed into place) packs by columns.
+      if (b_ns != 1)
+        return fmt::format("    f32_pack_panel_columns({}, {}, bb, {}, {}, {}, {});\n", ctx.scratch, tile.nr, b_ns, g.K, n0, nr);
+      return fmt::format("    f32_pack_panel({}, {}, bb, {}, {}, {}, {});\n", ctx.scratch, tile.nr, loops.ldb, g.K, n0, nr);
     };
   }
   // Workgroups: the tiles of one axis (choose_gemm_split; the rows where they are
@@ -304,14 +433,14 @@ std::string lower_matmul(LoweringContext& ctx) {
     loops.after_tile = [&](const std::string& m0, int64_t mr, const std::string& n0, int64_t nr) {
       return fmt::format(
           "      for (int64_t r = 0; r < {mr}; ++r) {{\n"
-          "        float* row = yb + ({m0} + r) * {N} + {n0};\n"
+          "        float* row = yb + ({m0} + r) * {ldc} + {n0};\n"
           "        for (int64_t j = 0; j < {nr}; ++j) {{\n"
           "          float v = row[j];\n"
           "{ep}"
           "          row[j] = v;\n"
           "        }}\n"
           "      }}\n",
-          fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("N", g.N), fmt::arg("n0", n0), fmt::arg("nr", nr),
+          fmt::arg("mr", mr), fmt::arg("m0", m0), fmt::arg("ldc", loops.ldc), fmt::arg("n0", n0), fmt::arg("nr", nr),
           fmt::arg("ep", ctx.epilogue_at("v", fmt::format("bi * {} + ({} + r) * {} + {} + j", g.M * g.N, m0, g.N, n0),
                                          fmt::format("({} + j)", n0))));
     };
@@ -319,16 +448,14 @@ std::string lower_matmul(LoweringContext& ctx) {
   return fmt::format(
       "  for (int64_t bi = 0; bi < {B}; ++bi) {{\n"
       "{window}"
-      "    const float* ab = {a} + {aoff} * {MK};\n"
-      "    const float* bb = {b} + {boff} * {KN};\n"
-      "    float* yb = {y} + bi * {MN};\n"
+      "    const float* ab = {a} + {aoff};\n"
+      "    const float* bb = {b} + {boff};\n"
+      "    float* yb = {y} + {yoff};\n"
       "{loops}"
       "  }}\n",
       fmt::arg("window", workgroup_window(ctx.wg_count, fmt::format("bi * {}", units), units, "continue;")),
-      fmt::arg("B", num_elements(g.batch)), fmt::arg("a", ctx.in[0]),
-      fmt::arg("aoff", broadcast_index_expr(g.batch, g.batch_a, "bi")), fmt::arg("MK", g.M * g.K),
-      fmt::arg("b", ctx.in[1]), fmt::arg("boff", broadcast_index_expr(g.batch, g.batch_b, "bi")),
-      fmt::arg("KN", g.K * g.N), fmt::arg("y", ctx.out[0]), fmt::arg("MN", g.M * g.N), fmt::arg("loops", emit_gemm_loops(loops, tile)));
+      fmt::arg("B", num_elements(g.batch)), fmt::arg("a", ctx.in[0]), fmt::arg("aoff", aoff), fmt::arg("b", ctx.in[1]),
+      fmt::arg("boff", boff), fmt::arg("y", ctx.out[0]), fmt::arg("yoff", yoff), fmt::arg("loops", emit_gemm_loops(loops, tile)));
 }
 
 // B panels are packed into scratch when enough rows share them to repay the copy.
@@ -342,8 +469,10 @@ uint64_t gemm_scratch_bytes(const Node& node) {
 }
 
 uint64_t matmul_scratch_bytes(const Node& node) {
-  MatMulGeometry g = fold_matmul_batch(matmul_geometry(node));
-  if (g.M < kPackMinRows || b_panel_width(node) > 0) return 0;
+  MatMulGeometry g = fold_matmul_batch(node);
+  // A B read across its rows (absorbed K^T) is always packed: the tiles read rows.
+  const bool b_by_columns = matmul_has_perms(node) && matmul_operand_strides(node, 1).back() != 1;
+  if (!b_by_columns && (g.M < kPackMinRows || b_panel_width(node) > 0)) return 0;
   return static_cast<uint64_t>(g.K) * kWidestTile * sizeof(float);
 }
 

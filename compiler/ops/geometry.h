@@ -66,6 +66,15 @@ bool movement_map(const Node& node, MovementMap& out);
 
 GemmGeometry gemm_geometry(const Node& node);
 MatMulGeometry matmul_geometry(const Node& node);
+// A Transpose's permutation (its `perm`, or the axes reversed), checked.
+std::vector<int64_t> transpose_perm(const Node& node);
+// A MatMul that absorbed Transposes (absorb_transposes) reads operand |i| (0: A,
+// 1: B) as transpose(input i, perm) and writes transpose(product, perm) (|i| 2):
+// each axis of the logical operand or product, its element stride in the bytes the
+// node reads or writes. Contiguous strides where the node has no such perm.
+std::vector<int64_t> matmul_operand_strides(const Node& node, int i);
+// Whether |node| reads or writes any operand through an absorbed Transpose.
+bool matmul_has_perms(const Node& node);
 PoolGeometry pool_geometry(const Node& node);
 SoftmaxGeometry softmax_geometry(const Node& node);
 SliceParams slice_params(const Node& node);

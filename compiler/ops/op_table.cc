@@ -37,6 +37,7 @@ const OpDef* find_op(const std::string& type) {
 
 bool is_compiler_attribute(const std::string& name) {
   static const std::set<std::string> names = {
+      "a_perm",   "b_perm",        "y_perm",
       "b_cols",   "b_panel_width", "direction_stream", "gemm_a_weights", "input_scale",          "l2_bytes", "min_bands",
       "phased",   "r_block_width", "strategy",         "w_panel_width",  "winograd_panel_width", "winograd", "workers"};
   return names.count(name) > 0;

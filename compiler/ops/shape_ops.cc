@@ -137,7 +137,9 @@ void reference_dropout(const Node&, const std::vector<const Tensor*>& in, std::v
 }
 
 // ---- Transpose ----
-std::vector<int64_t> perm_of(const Node& node) {
+}  // namespace
+
+std::vector<int64_t> transpose_perm(const Node& node) {
   size_t rank = node.inputs[0]->shape.size();
   std::vector<int64_t> perm = node.attr_ints("perm");
   if (perm.empty()) {
@@ -156,9 +158,11 @@ std::vector<int64_t> perm_of(const Node& node) {
   return perm;
 }
 
+namespace {
+
 void infer_transpose(Node& node) {
   require_inputs(node, 1);
-  auto perm = perm_of(node);
+  auto perm = transpose_perm(node);
   Shape out;
   for (int64_t p : perm) out.push_back(node.inputs[0]->shape[p]);
   set_output(node, 0, node.inputs[0]->dtype, out);
@@ -179,7 +183,7 @@ void for_each_strided(const Shape& out, const std::vector<int64_t>& in_offset_pe
 }
 
 void reference_transpose(const Node& node, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
-  auto perm = perm_of(node);
+  auto perm = transpose_perm(node);
   auto is = strides_of(in[0]->shape);
   std::vector<int64_t> step, base(perm.size(), 0);
   for (int64_t p : perm) step.push_back(is[p]);
@@ -277,7 +281,7 @@ std::optional<std::string> lower_transpose_panels(LoweringContext& ctx, const Sh
 
 std::string lower_transpose(LoweringContext& ctx) {
   const Node& node = ctx.node;
-  auto perm = perm_of(node);
+  auto perm = transpose_perm(node);
   auto is = strides_of(node.inputs[0]->shape);
   std::vector<int64_t> step;
   for (int64_t p : perm) step.push_back(is[p]);

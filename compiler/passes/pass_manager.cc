@@ -53,6 +53,7 @@ PassManager default_pipeline(int64_t gemm_panel_width, bool winograd, bool fuse_
   if (winograd) pm.add("winograd_weights", [target](Graph& g) { winograd_weights(g, target); });
   pm.add("pack_weights", [gemm_panel_width, target](Graph& g) { pack_weights(g, gemm_panel_width, target); });
   pm.add("fuse_epilogues", fuse_epilogues);
+  pm.add("absorb_transposes", absorb_transposes);
   // The fused block keeps its expanded tensor in cache band by band, but its band-sized
   // GEMMs run below the unfused 1x1 convolutions' rate. On one worker it pays only where
   // the expanded tensor is over twice the L2 (MobileNet-V2's 96 channels at 112x112,

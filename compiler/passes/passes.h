@@ -64,6 +64,13 @@ bool wants_transposed_gemm(const Node& node, int64_t width, const ops::TargetTra
 void winograd_weights(Graph& graph, const ops::TargetTraits& target = {}, bool every_tile_count = false);
 // Folds single-use elementwise consumers into the producing dispatch's epilogue.
 void fuse_epilogues(Graph& graph);
+// A MatMul of two activations reading one through a Transpose only it reads (a head
+// split: [tokens, heads, d] -> [heads, tokens, d], or K^T) reads the Transpose's
+// input at its strides instead (attribute a_perm or b_perm), and a Transpose that is
+// the only reader of its product (the heads back to tokens) becomes the order it
+// writes in (y_perm). Each such Transpose was a step of its own that read and wrote
+// the whole tensor (after fuse_epilogues: no y_perm on a MatMul with an epilogue).
+void absorb_transposes(Graph& graph);
 // MobileNet's expand → depthwise → project chains → one InvertedResidual node computed
 // band by band (after fuse_epilogues; AVX-512 targets).
 // Blocks whose intermediate (the expanded, or depthwise, tensor) holds fewer than

@@ -191,6 +191,31 @@ TEST_P(GemmKernelTest, CompileTimeBPanels) {
   EXPECT_TRUE(c.plan.scratch_values.empty());  // nothing packed at run time
 }
 
+// MatMuls that absorbed attention's head Transposes (absorb_transposes): A's rows
+// at the stride of all heads, K^T packed by columns (below and above the rows that
+// pack B otherwise), V at its row stride, the product written back token-major; all
+// against the references of the Transposes and plain MatMuls.
+TEST_P(GemmKernelTest, MatMulsThroughAbsorbedTransposes) {
+  const int64_t nr = ops::gemm_tile_for(target::resolve(GetParam()).features).nr;
+  KernelCase k(170);
+  for (int64_t T : {int64_t{5}, int64_t{19}})
+    for (int64_t D : {int64_t{7}, nr + 3}) {
+      const int64_t H = 3;
+      auto heads = [&](I perm) { return k.inner("Transpose", {k.input({1, T, H, D})}, {{"perm", perm}})->outputs[0]; };
+      k.op("MatMul", {heads({0, 2, 1, 3}), heads({0, 2, 3, 1})}, {}, kMac, true);
+      Node* mm = k.inner("MatMul", {k.input({1, H, T, T}), heads({0, 2, 1, 3})});
+      k.op("Transpose", {mm->outputs[0]}, {{"perm", I{0, 2, 1, 3}}}, Tolerance::bound(1e-5, 1e-6));
+    }
+  k.run(passes::absorb_transposes, GetParam());
+  int transposes = 0, perms = 0;
+  for (const auto& n : k.graph().nodes()) {
+    transposes += n->op_type == "Transpose";
+    for (const char* a : {"a_perm", "b_perm", "y_perm"}) perms += n->has_attr(a);
+  }
+  EXPECT_EQ(transposes, 0);
+  EXPECT_EQ(perms, 4 * 4);
+}
+
 TEST(KernelTest, MatMul) {
   KernelCase k(300);
   for (int64_t m : {1, 4, 5, 13}) k.op("MatMul", {k.input({m, 7}), k.weight({7, 26})}, {}, kMac, true);

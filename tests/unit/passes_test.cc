@@ -744,6 +744,44 @@ TEST(ChooseStrategiesTest, LargeStridedStemsTakePhasePlanesUpToAnOutputBound) {
 // halves give the bits of the one bidirectional kernel (which a one-worker plan runs),
 // for both layouts (batch-major states slice on axis 1), per-direction activations,
 // initial states and every output, which keeps its name.
+// Attention's head Transposes fold into the MatMuls that read and write them: the
+// MatMuls' references through a_perm, b_perm and y_perm give the graph's values, and
+// no Transpose is left. A Transpose another node also reads stays.
+TEST(AbsorbTransposesTest, HeadTransposesBecomeMatMulStrides) {
+  Graph g;
+  g.name = "heads";
+  g.opset = 13;
+  const int64_t T = 6, H = 3, D = 4;
+  Value* q = add_input(g, "q", {1, T, H, D});
+  Value* k = add_input(g, "k", {1, T, H, D});
+  Value* v = add_input(g, "v", {1, T, H, D});
+  auto transpose = [&](Value* x, I perm) { return add_op(g, "Transpose", {x}, {{"perm", perm}})->outputs[0]; };
+  Value* scores = add_op(g, "MatMul", {transpose(q, {0, 2, 1, 3}), transpose(k, {0, 2, 3, 1})}, {})->outputs[0];
+  Value* v_heads = transpose(v, {0, 2, 1, 3});
+  Value* heads = add_op(g, "MatMul", {scores, v_heads}, {})->outputs[0];
+  g.outputs.push_back(transpose(heads, {0, 2, 1, 3}));
+  // Read twice: stays a step.
+  g.outputs.push_back(add_op(g, "MatMul", {v_heads, transpose(v, {0, 2, 3, 1})}, {})->outputs[0]);
+  const std::vector<Tensor> inputs = {testing::random_f32({1, T, H, D}, 1), testing::random_f32({1, T, H, D}, 2),
+                                      testing::random_f32({1, T, H, D}, 3)};
+  const std::map<const Value*, Tensor> before = testing::evaluate_graph(g, inputs);
+  std::vector<Tensor> want;
+  for (const Value* o : g.outputs) want.push_back(before.at(o));
+  passes::absorb_transposes(g);
+  verify_graph(g);
+  int transposes = 0, perms = 0;
+  for (const auto& n : g.nodes()) {
+    transposes += n->op_type == "Transpose";
+    for (const char* a : {"a_perm", "b_perm", "y_perm"}) perms += n->has_attr(a);
+  }
+  EXPECT_EQ(transposes, 1);  // v's head split, read by two MatMuls
+  EXPECT_EQ(perms, 4);       // q and k^T into the scores, heads back to tokens, the last k^T
+  EXPECT_EQ(g.outputs[0]->shape, (Shape{1, T, H, D}));
+  const std::map<const Value*, Tensor> after = testing::evaluate_graph(g, inputs);
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    EXPECT_TRUE(testing::tensors_near(after.at(g.outputs[i]), want[i], Tolerance::magnitude())) << "output " << i;
+}
+
 TEST(SplitDirectionsTest, DirectionsBecomeTwoNodesWithTheSameBits) {
   for (const auto& [op, layout] : std::vector<std::pair<std::string, int64_t>>{{"LSTM", 1}, {"GRU", 0}, {"RNN", 0}}) {
       SCOPED_TRACE(fmt::format("{} layout {}", op, layout));

@@ -318,6 +318,8 @@ void gen_gemm(GlslContext& c) {
 
 void gen_matmul(GlslContext& c) {
   const Node& node = c.node;
+  // The device pipeline absorbs no Transposes: its shaders read contiguous operands.
+  if (ops::matmul_has_perms(node)) fail("internal error: {}: absorbed Transposes on a device target", node.describe());
   const ops::MatMulGeometry mg = ops::matmul_geometry(node);
   auto U = [&](int64_t v) { return u(v, node); };
   GemmShader g;
